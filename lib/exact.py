@@ -1,0 +1,80 @@
+"""Exact laws used as theory against which Monte Carlo estimates are compared.
+
+One ReLU layer with Gaussian weights (Arpit & Bengio 2019, Lemmas 1-4): for a fixed input u
+and R_ij ~ N(0, 2/m), the coordinates a_i = R_i.u are i.i.d. N(0, 2||u||^2/m), so the number
+K of active units is Binomial(m, 1/2) and, given K, (m/2)||ReLU(Ru)||^2/||u||^2 is chi-squared
+with K degrees of freedom. Hence ||v||^2/||u||^2 = (2/m) chi^2_K exactly, at every width. The
+masked layer of Lemma 4 has the same law (a symmetric a_i is independent of its sign).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats as st
+
+from . import _validate as v
+
+
+def _binomial_weights(m: int) -> tuple[np.ndarray, np.ndarray]:
+    k = np.arange(m + 1)
+    return k, st.binom.pmf(k, m, 0.5)
+
+
+def relu_layer_sq_ratio_cdf(m: int, t: float) -> float:
+    """P(||ReLU(Ru)||^2 / ||u||^2 <= t) for R_ij ~ N(0, 2/m) (exact)."""
+    m = v.positive_int("m", m)
+    if t < 0:
+        return 0.0
+    k, w = _binomial_weights(m)
+    cdf = np.ones(m + 1)  # K = 0: the ratio is exactly 0 <= t
+    cdf[1:] = st.chi2.cdf(m * t / 2, k[1:])
+    return float(np.dot(w, cdf))
+
+
+def relu_layer_tail(m: int, eps: float) -> float:
+    """P(| ||v||^2/||u||^2 - 1 | > eps), the failure probability of Lemmas 2 and 4 (exact)."""
+    m = v.positive_int("m", m)
+    eps = v.in_interval("eps", eps, 0.0, float("inf"))
+    k, w = _binomial_weights(m)
+    upper = np.zeros(m + 1)
+    upper[1:] = st.chi2.sf(m * (1 + eps) / 2, k[1:])
+    # P(ratio < 1 - eps): the CDF (continuous for K >= 1; the atom at 0 lies below 1 - eps).
+    lower = relu_layer_sq_ratio_cdf(m, 1 - eps) if eps < 1 else 0.0
+    return float(np.dot(w, upper) + lower)
+
+
+def relu_layer_mean_distortion(m: int) -> float:
+    """E| 1 - ||v|| / ||u|| |, the distortion of Figure 6 (Appendix B, eq. 35), exactly.
+
+    With X ~ chi_K and c = sqrt(2/m): E|1 - cX| = 1 - c mu_K + 2 [c mu_K (1 - F_{K+1}(1/c^2))
+    - (1 - F_K(1/c^2))], using x f_{chi_K}(x) = mu_K f_{chi_{K+1}}(x); F are chi-squared CDFs.
+    """
+    m = v.positive_int("m", m)
+    k, w = _binomial_weights(m)
+    c2 = 2.0 / m
+    out = np.ones(m + 1)  # K = 0: |1 - 0| = 1
+    kk = k[1:].astype(float)
+    mu = st.chi.mean(kk)
+    c = np.sqrt(c2)
+    out[1:] = 1 - c * mu + 2 * (c * mu * st.chi2.sf(1 / c2, kk + 1) - st.chi2.sf(1 / c2, kk))
+    return float(np.dot(w, out))
+
+
+def relu_layer_distortion_quantile(m: int, q: float) -> float:
+    """The q-quantile of | 1 - ||v||/||u|| | (exact law, solved by bisection)."""
+    m = v.positive_int("m", m)
+    q = v.in_interval("q", q, 0.0, 1.0)
+
+    def prob_below(e: float) -> float:  # P(|1 - sqrt(R)| <= e), R = (2/m) chi2_K
+        return relu_layer_sq_ratio_cdf(m, (1 + e) ** 2) - (
+            relu_layer_sq_ratio_cdf(m, (1 - e) ** 2) if e < 1 else 0.0)
+
+    lo, hi = 0.0, 1.0
+    if prob_below(hi) < q:
+        hi = 2.0
+        while prob_below(hi) < q:
+            hi *= 2
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if prob_below(mid) < q else (lo, mid)
+    return hi

@@ -1,0 +1,57 @@
+"""One figure style for the whole book, and the plots every chapter draws."""
+
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+STYLE = {
+    "figure.figsize": (6.4, 3.8),
+    "figure.dpi": 110,
+    "savefig.dpi": 110,
+    "font.size": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.frameon": False,
+    "lines.linewidth": 1.6,
+}
+THEORY = {"color": "black", "linestyle": "--", "linewidth": 1.4}
+
+
+def use_style() -> None:
+    """Apply the book style (and a non-interactive backend when there is no display)."""
+    mpl.rcParams.update(STYLE)
+
+
+def _np(a) -> np.ndarray:
+    if isinstance(a, torch.Tensor):
+        a = a.detach().cpu().numpy()
+    arr = np.asarray(a, dtype=float)
+    if not np.isfinite(arr).all():
+        raise ValueError("refusing to plot inf or NaN: track log-norms instead")
+    return arr
+
+
+def measured(ax, x, y, se=None, *, label: str, **kw):
+    """Measurement with ±2 SE error bars (95%)."""
+    x, y = _np(x), _np(y)
+    if se is None:
+        return ax.plot(x, y, "o", ms=4, label=label, **kw)
+    return ax.errorbar(x, y, yerr=2 * _np(se), fmt="o", ms=4, capsize=2, label=label, **kw)
+
+
+def theory(ax, x, y, *, label: str, **kw):
+    """A theory curve, drawn dashed in black unless told otherwise."""
+    style = {**THEORY, **kw}
+    return ax.plot(_np(x), _np(y), label=label, **style)
+
+
+def subplots(ncols: int = 1, nrows: int = 1, **kw):
+    use_style()
+    width, height = STYLE["figure.figsize"]
+    kw.setdefault("figsize", (width * (1 if ncols == 1 else 0.62 * ncols), height * nrows))
+    return plt.subplots(nrows, ncols, layout="constrained", **kw)

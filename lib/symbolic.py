@@ -1,0 +1,64 @@
+"""SymPy helpers shared by chapters: Gaussian expectations and Chernoff bounds.
+
+Everything here is computed (integrals, solutions of stationarity conditions), not typed in:
+a chapter shows the steps by calling these functions one at a time.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+x = sp.Symbol("x", real=True)
+
+
+def std_normal_pdf(var: sp.Symbol = x) -> sp.Expr:
+    """Density of N(0, 1)."""
+    return sp.exp(-var**2 / 2) / sp.sqrt(2 * sp.pi)
+
+
+def gaussian_expectation(f: sp.Expr, var: sp.Symbol = x, lower=-sp.oo) -> sp.Expr:
+    """E[f(Z) 1{Z > lower}] for Z ~ N(0, 1), by integration against the density."""
+    return sp.simplify(sp.integrate(f * std_normal_pdf(var), (var, lower, sp.oo), conds="none"))
+
+
+def relu_moment(k: int) -> sp.Expr:
+    """E[ReLU(Z)^k] for Z ~ N(0, 1): the moments of the rectified Gaussian (k >= 1)."""
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an int >= 1, got {k!r}")
+    return gaussian_expectation(x**k, lower=0)
+
+
+def half_gaussian_square_mgf(lam: sp.Symbol) -> sp.Expr:
+    """E[exp(lam Z^2) 1{Z > 0}] for lam < 1/2, by integration.
+
+    The integral converges only for 1 - 2 lam > 0, so it is computed with a positive symbol
+    s = 1 - 2 lam and then written back in terms of ``lam``.
+    """
+    s = sp.Symbol("s", positive=True)
+    integral = sp.integrate(sp.exp(-s * x**2 / 2) * std_normal_pdf() / sp.exp(-x**2 / 2),
+                            (x, 0, sp.oo), conds="none")
+    return sp.simplify(integral).subs(s, 1 - 2 * lam)
+
+
+def relu_square_mgf(lam: sp.Symbol) -> sp.Expr:
+    """E[exp(lam ReLU(Z)^2)], Z ~ N(0, 1): the atom at 0 (mass 1/2) plus the half-Gaussian."""
+    return sp.Rational(1, 2) + half_gaussian_square_mgf(lam)
+
+
+def masked_square_mgf(lam: sp.Symbol, p: sp.Expr = sp.Rational(1, 2)) -> sp.Expr:
+    """E[exp(lam (zA)^2)], A ~ N(0, 1), z ~ Bernoulli(p) independent (Lemma 4's coordinate)."""
+    full = 2 * half_gaussian_square_mgf(lam)  # E[exp(lam A^2)] over the whole line
+    return sp.simplify((1 - p) * 1 + p * full)
+
+
+def chernoff_exponent(mgf: sp.Expr, lam: sp.Symbol, threshold: sp.Expr) -> sp.Expr:
+    """Per-coordinate Chernoff exponent lam*threshold - log E[exp(lam X)].
+
+    P(sum_i X_i >= m*threshold) <= exp(-m * exponent) for every admissible lam > 0.
+    """
+    return lam * threshold - sp.log(mgf)
+
+
+def stationary_points(exponent: sp.Expr, lam: sp.Symbol) -> list[sp.Expr]:
+    """Solutions in lam of d exponent / d lam = 0."""
+    return sp.solve(sp.diff(exponent, lam), lam)

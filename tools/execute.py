@@ -1,0 +1,77 @@
+"""Re-execute chapters from their MyST source and refresh the committed notebooks.
+
+    python tools/execute.py [CHAPTER.md ...] [--jobs N]
+
+Each ``.md`` is converted with jupytext, executed with nbclient on this machine (GPU if
+present) in its own folder, and written as the paired ``.ipynb`` with the outputs. The
+notebook metadata ``eit`` records wall time, device, scale, date and library versions for the
+status page. With no arguments every chapter under ``chapters/`` is executed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.metadata as md
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LIBRARIES = ("torch", "numpy", "scipy", "sympy", "matplotlib", "jupyter-book", "myst-nb",
+             "nbval", "jupytext")
+KERNEL = {"display_name": "Python 3", "language": "python", "name": "python3"}
+
+
+def chapter_sources() -> list[Path]:
+    return sorted(p for p in (ROOT / "chapters").rglob("*.md")
+                  if "{code-cell}" in p.read_text() and ".ipynb_checkpoints" not in p.parts)
+
+
+def execute(source: Path, timeout: int = 900) -> tuple[str, float]:
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+
+    from eit import device
+
+    nb = jupytext.read(source)
+    nb.metadata["kernelspec"] = KERNEL
+    nb.metadata.pop("jupytext", None)
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(source.parent)}}).execute()
+    wall = time.perf_counter() - start
+    nb.metadata["eit"] = {
+        "wall_time_s": round(wall, 1),
+        "device": device.description(),
+        "scale": device.scale(),
+        "executed": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "python": sys.version.split()[0],
+        "versions": {name: md.version(name) for name in LIBRARIES},
+    }
+    nbformat.write(nb, source.with_suffix(".ipynb"))
+    return str(source.relative_to(ROOT)), wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("chapters", nargs="*", type=Path, help="chapter .md files (default all)")
+    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1) // 2),
+                        help="chapters executed in parallel")
+    args = parser.parse_args(argv)
+    sources = [p.resolve() for p in args.chapters] or chapter_sources()
+    for p in sources:
+        if p.suffix != ".md" or not p.exists():
+            parser.error(f"not a chapter source: {p}")
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for name, wall in pool.map(execute, sources):
+            print(f"executed {name} in {wall:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
