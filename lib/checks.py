@@ -1,8 +1,8 @@
 """Verdicts: turn (theory, measurement) into a recorded verdict on a paper's claim.
 
 Each check returns a :class:`Verdict`. Shown as a cell's result it renders as one stable line
-(plain text and HTML) and carries a machine-readable record under :data:`MIME`, from which
-the claims ledger is built (``eit.ledger``). The verdict is computed, never passed in:
+(plain text and HTML) and carries a machine-readable record in the output's metadata under
+:data:`MIME`, from which the claims ledger is built (``eit.ledger``). The verdict is computed, never passed in:
 
 * ``confirmed``: the claim as printed agrees with the evidence;
 * ``confirmed with a correction``: the printed form fails, a corrected form (stated, with the
@@ -49,7 +49,8 @@ class Verdict:
         markup = (f"<div class='eit-verdict eit-{css}'>{_MARK[self.verdict]} "
                   f"<b>{html.escape(self.verdict)}</b> · <i>{html.escape(self.claim)}</i>: "
                   f"{html.escape(self.statement)}<br>{body}</div>")
-        return {"text/plain": self.line(), "text/html": markup, MIME: asdict(self)}
+        # The record travels in the output's metadata: renderers ignore it, the ledger reads it.
+        return {"text/plain": self.line(), "text/html": markup}, {MIME: asdict(self)}
 
 
 def _num(x: float) -> str:
@@ -130,22 +131,33 @@ def agree_all(paper: str, claim: str, statement: str, *, theory, estimates,
     return Verdict(paper, claim, statement, REFUTED, shown, measured, test)
 
 
-def bound(paper: str, claim: str, statement: str, *, bound: float,
-          failures: Proportion) -> Verdict:
-    """A claimed upper bound on a probability, checked against an estimated probability.
+def bound(paper: str, claim: str, statement: str, *, bound, failures) -> Verdict:
+    """A claimed upper bound on a probability, checked against estimated probabilities.
 
-    Refuted when the whole confidence interval of the estimate lies above the bound.
+    ``bound`` and ``failures`` are one value and one :class:`Proportion`, or equal-length
+    sequences of them (a bound at several widths). Refuted when, at some point, the whole
+    confidence interval of the estimate lies above the bound.
     """
     for name in ("paper", "claim", "statement"):
         _text(name, locals()[name])
-    if not isinstance(failures, Proportion):
-        raise TypeError(f"failures must be an eit.stats.Proportion, got {type(failures).__name__}")
-    if not (isinstance(bound, (int, float)) and math.isfinite(bound)):
-        raise ValueError(f"bound must be a finite number, got {bound!r}")
-    status = REFUTED if failures.lo > bound else CONFIRMED
-    where = "above" if failures.lo > bound else "at or below"
-    test = f"lower CI end {failures.lo:.3g} {where} the bound {_num(bound)}"
-    return Verdict(paper, claim, statement, status, f"P <= {_num(bound)}", str(failures), test)
+    single = isinstance(failures, Proportion)
+    bounds = [bound] if single else list(bound)
+    props = [failures] if single else list(failures)
+    if not props or len(bounds) != len(props):
+        raise ValueError(f"bound and failures must be non-empty and of equal length, got "
+                         f"{len(bounds)} and {len(props)}")
+    if not all(isinstance(f, Proportion) for f in props):
+        raise TypeError("failures must be eit.stats.Proportion (or a sequence of them)")
+    if not all(isinstance(b, (int, float)) and math.isfinite(b) for b in bounds):
+        raise ValueError(f"bound must be finite numbers, got {bounds!r}")
+    violated = [i for i, (b, f) in enumerate(zip(bounds, props, strict=True)) if f.lo > b]
+    status = REFUTED if violated else CONFIRMED
+    i = violated[0] if violated else min(range(len(props)), key=lambda j: bounds[j] - props[j].hi)
+    where = "above" if violated else "at or below"
+    test = (f"lower CI end {props[i].lo:.3g} {where} the bound {_num(bounds[i])}"
+            + ("" if single else f" at the tightest of {len(props)} points"))
+    return Verdict(paper, claim, statement, status, f"P <= {_num(bounds[i])}", str(props[i]),
+                   test)
 
 
 def exact(paper: str, claim: str, statement: str, *, printed: sp.Expr, derived: sp.Expr,

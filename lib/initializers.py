@@ -68,6 +68,14 @@ def truncated_normal(n_nets: int, fan_out: int, fan_in: int, std: float, *,
     return std * torch.special.ndtri(u).clamp_(-b, b)
 
 
+def centered_exponential(n_nets: int, fan_out: int, fan_in: int, variance: float, *,
+                         gen: torch.Generator, dtype: torch.dtype = DTYPE) -> torch.Tensor:
+    """Entries i.i.d. sqrt(variance) (E - 1), E ~ Exp(1): mean 0, skewness 2 (not symmetric)."""
+    shape = _shape(n_nets, fan_out, fan_in)
+    std = math.sqrt(v.positive_float("variance", variance))
+    return std * (-torch.log1p(-rand(*shape, gen=gen, dtype=dtype)) - 1.0)
+
+
 def haar_orthogonal(n_nets: int, fan_out: int, fan_in: int, *, gen: torch.Generator,
                     gain: float = 1.0, dtype: torch.dtype = DTYPE) -> torch.Tensor:
     """Haar-distributed (semi-)orthogonal matrices times ``gain``.

@@ -1,6 +1,6 @@
 """The claims ledger: every verdict recorded by the executed chapters.
 
-Verdicts are read from the committed, executed notebooks (outputs of MIME type
+Verdicts are read from the committed, executed notebooks (output metadata under
 :data:`eit.checks.MIME`), never typed by hand. ``python -m eit.ledger out.json`` exports them.
 Chapter status (execution time, device, library versions) is read from the notebook metadata
 written by ``tools/execute.py``.
@@ -40,7 +40,7 @@ def verdicts(root: Path = ROOT) -> list[dict]:
         doc = path.relative_to(root).with_suffix("").as_posix()
         for cell in nb["cells"]:
             for out in cell.get("outputs", []):
-                rec = out.get("data", {}).get(MIME)
+                rec = out.get("metadata", {}).get(MIME)
                 if rec is not None:
                     records.append({**rec, "chapter": doc, "chapter_title": _title(nb)})
     return records

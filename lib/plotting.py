@@ -39,9 +39,10 @@ def _np(a) -> np.ndarray:
 def measured(ax, x, y, se=None, *, label: str, **kw):
     """Measurement with ±2 SE error bars (95%)."""
     x, y = _np(x), _np(y)
+    style = {"marker": "o", "linestyle": "none", "ms": 4, **kw}
     if se is None:
-        return ax.plot(x, y, "o", ms=4, label=label, **kw)
-    return ax.errorbar(x, y, yerr=2 * _np(se), fmt="o", ms=4, capsize=2, label=label, **kw)
+        return ax.plot(x, y, label=label, **style)
+    return ax.errorbar(x, y, yerr=2 * _np(se), capsize=2, label=label, **style)
 
 
 def theory(ax, x, y, *, label: str, **kw):

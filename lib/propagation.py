@@ -138,14 +138,20 @@ def relu_mlp(x: torch.Tensor, widths: Sequence[int], init: Initializer, *, n_net
 def one_layer(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
               variance: float | None = None, mask: str = "relu", p: float = 0.5,
               chunk: int = 2**24) -> torch.Tensor:
-    """||v||^2 / ||u||^2 for ``n_nets`` independent draws of one layer applied to a fixed u.
+    """||v||^2 / ||u||^2 for ``n_nets`` independent draws of one layer R applied to fixed u.
 
-    ``mask='relu'``: v = ReLU(R u) (Arpit & Bengio, Lemmas 1-2). ``mask='bernoulli'``:
-    v = (R u) * z with z_i ~ Bernoulli(p) independent of R (Lemmas 3-4, the backward pass).
-    R has i.i.d. N(0, variance) entries, default 2/m for ReLU and 1/(p m) for the mask.
-    Weight matrices are materialized, in chunks of at most ``chunk`` entries.
+    ``mask='relu'``: v = ReLU(R u) (Arpit & Bengio 2019, Lemmas 1-2). ``mask='bernoulli'``:
+    v = (R u) * z with z_i ~ Bernoulli(p) independent of R (Lemmas 3-4, the backward pass),
+    a fresh z for every input. R has i.i.d. N(0, variance) entries, by default 2/m for ReLU
+    and 1/(p m) for the mask. ``u`` is one input ``(n,)`` or a batch ``(N, n)`` sharing each R;
+    the result has shape ``(n_nets,)`` or ``(n_nets, N)``. Weight matrices are materialized,
+    in chunks of at most ``chunk`` entries.
     """
-    u = v.tensor("u", u, ndim=1).to(device=device(), dtype=DTYPE)
+    u = v.tensor("u", u, ndim=(1, 2)).to(device=device(), dtype=DTYPE)
+    single = u.ndim == 1
+    u = u.reshape(-1, u.shape[-1])
+    if (u.square().sum(-1) == 0).any():
+        raise ValueError("u must be non-zero (the ratio ||v||^2/||u||^2 is undefined at 0)")
     m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
     if mask not in ("relu", "bernoulli"):
         raise ValueError(f"mask must be 'relu' or 'bernoulli', got {mask!r}")
@@ -155,14 +161,16 @@ def one_layer(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
     if variance is None:
         variance = 2.0 / m if mask == "relu" else 1.0 / (p * m)
     std = v.positive_float("variance", variance) ** 0.5
-    per = max(1, chunk // (m * u.numel()))
+    n_in, n = u.shape
+    per = max(1, chunk // (m * max(n, n_in)))
     out = []
     for start in range(0, n_nets, per):
         k = min(per, n_nets - start)
-        a = std * torch.matmul(randn(k, m, u.numel(), gen=gen), u)
+        a = std * torch.matmul(randn(k, m, n, gen=gen), u.T)  # (k, m, N)
         if mask == "relu":
             a = a.clamp_min(0)
         else:
-            a = a * (rand(k, m, gen=gen) < p)
-        out.append(a.square().sum(-1))
-    return torch.cat(out) / u.square().sum()
+            a = a * (rand(k, m, n_in, gen=gen) < p)
+        out.append(a.square().sum(-2))
+    ratio = torch.cat(out) / u.square().sum(-1)
+    return ratio[:, 0] if single else ratio
