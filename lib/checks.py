@@ -2,7 +2,8 @@
 
 Each check returns a :class:`Verdict`. Shown as a cell's result it renders as one stable line
 (plain text and HTML) and carries a machine-readable record in the output's metadata under
-:data:`MIME`, from which the claims ledger is built (``eit.ledger``). The verdict is computed, never passed in:
+:data:`MIME`, from which the claims ledger is built (``eit.ledger``). The verdict is computed,
+never passed in:
 
 * ``confirmed``: the claim as printed agrees with the evidence;
 * ``confirmed with a correction``: the printed form fails, a corrected form (stated, with the
@@ -199,5 +200,5 @@ def holds(paper: str, claim: str, statement: str, *, holds: bool, evidence: str,
     return Verdict(paper, claim, statement, if_wrong, theory, evidence, "fails", correction)
 
 
-__all__ = ["MIME", "CONFIRMED", "CORRECTED", "REFUTED", "Verdict", "agree", "agree_all", "bound", "exact",
-           "holds", "significant"]
+__all__ = ["MIME", "CONFIRMED", "CORRECTED", "REFUTED", "Verdict", "agree", "agree_all", "bound",
+           "exact", "holds", "significant"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sympy as sp
 
 x = sp.Symbol("x", real=True)
+HALF = sp.Rational(1, 2)
 
 
 def std_normal_pdf(var: sp.Symbol = x) -> sp.Expr:
@@ -45,7 +46,7 @@ def relu_square_mgf(lam: sp.Symbol) -> sp.Expr:
     return sp.Rational(1, 2) + half_gaussian_square_mgf(lam)
 
 
-def masked_square_mgf(lam: sp.Symbol, p: sp.Expr = sp.Rational(1, 2)) -> sp.Expr:
+def masked_square_mgf(lam: sp.Symbol, p: sp.Expr = HALF) -> sp.Expr:
     """E[exp(lam (zA)^2)], A ~ N(0, 1), z ~ Bernoulli(p) independent (Lemma 4's coordinate)."""
     full = 2 * half_gaussian_square_mgf(lam)  # E[exp(lam A^2)] over the whole line
     return sp.simplify((1 - p) * 1 + p * full)

@@ -63,6 +63,9 @@ def test_chapter_is_executed_and_records_verdicts(source):
                 if o["output_type"] == "stream" and o["name"] == "stderr"], "stderr output"
     assert any(MIME in o.get("metadata", {}) for c in code for o in c["outputs"]), "no verdict"
     assert "eit" in nb["metadata"], "no execution metadata: run ./book execute"
+    if "subplots(" in source.read_text():
+        assert any("image/png" in o.get("data", {}) for c in code for o in c["outputs"]), (
+            "the chapter draws figures but its notebook holds none (non-inline backend?)")
 
 
 def test_every_chapter_and_page_is_in_the_toc():
@@ -107,3 +110,7 @@ def test_book_builds_without_warnings(tmp_path):
     assert (html / "ledger.html").exists()
     page = (html / "chapters" / "arpit-bengio-2019" / "01-one-layer-norm-preservation.html")
     assert "eit-verdict" in page.read_text()
+    # no directive left unparsed (e.g. a theorem block broken by a role in its title)
+    for path in (html / "chapters").rglob("*.html"):
+        text = path.read_text()
+        assert "```{" not in text and "{prf:" not in text, f"unrendered directive in {path}"

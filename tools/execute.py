@@ -30,7 +30,8 @@ def chapter_sources() -> list[Path]:
                   if "{code-cell}" in p.read_text() and ".ipynb_checkpoints" not in p.parts)
 
 
-def execute(source: Path, timeout: int = 900) -> tuple[str, float]:
+def execute(source: Path, timeout: int = 900, output_dir: Path | None = None
+            ) -> tuple[str, float]:
     import jupytext
     import nbformat
     from nbclient import NotebookClient
@@ -40,7 +41,7 @@ def execute(source: Path, timeout: int = 900) -> tuple[str, float]:
     nb = jupytext.read(source)
     nb.metadata["kernelspec"] = KERNEL
     nb.metadata.pop("jupytext", None)
-    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     start = time.perf_counter()
     NotebookClient(nb, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(source.parent)}}).execute()
@@ -53,7 +54,12 @@ def execute(source: Path, timeout: int = 900) -> tuple[str, float]:
         "python": sys.version.split()[0],
         "versions": {name: md.version(name) for name in LIBRARIES},
     }
-    nbformat.write(nb, source.with_suffix(".ipynb"))
+    if output_dir is None:
+        target = source.with_suffix(".ipynb")
+    else:  # paper-scale runs never overwrite the committed (default-scale) notebooks
+        target = output_dir / source.relative_to(ROOT).with_suffix(".ipynb")
+        target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
     return str(source.relative_to(ROOT)), wall
 
 
@@ -62,13 +68,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("chapters", nargs="*", type=Path, help="chapter .md files (default all)")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1) // 2),
                         help="chapters executed in parallel")
+    parser.add_argument("--output-dir", type=Path, default=None,
+                        help="write executed notebooks here instead of next to the sources")
     args = parser.parse_args(argv)
+    if os.environ.get("EIT_SCALE") == "paper" and args.output_dir is None:
+        parser.error("at paper scale give --output-dir: the committed notebooks hold the "
+                     "default-scale outputs that nbval checks")
     sources = [p.resolve() for p in args.chapters] or chapter_sources()
     for p in sources:
         if p.suffix != ".md" or not p.exists():
             parser.error(f"not a chapter source: {p}")
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for name, wall in pool.map(execute, sources):
+        outputs = [args.output_dir and args.output_dir.resolve()] * len(sources)
+        for name, wall in pool.map(execute, sources, [900] * len(sources), outputs):
             print(f"executed {name} in {wall:.1f} s")
     return 0
 
