@@ -96,6 +96,17 @@ def _log_a2(log_r_all, k_top, n_top, s2_top, gen):
     return torch.logaddexp(log_r_all[-1], inactive)
 
 
+def _gram_root(gram: torch.Tensor) -> torch.Tensor:
+    """A square root R with R R^T = G: Cholesky, or the eigendecomposition where G is singular."""
+    root, info = torch.linalg.cholesky_ex(gram)
+    singular = info != 0
+    if singular.any():
+        evals, evecs = torch.linalg.eigh(gram[singular])
+        root = root.clone()
+        root[singular] = evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)
+    return root
+
+
 def gram_chain(x: torch.Tensor, widths: Sequence[int], variances: Sequence[float], *,
                n_nets: int, gen: torch.Generator) -> MLPStats:
     """Forward log-norms of N inputs through ``n_nets`` Gaussian ReLU nets via Gram matrices.
@@ -115,8 +126,7 @@ def gram_chain(x: torch.Tensor, widths: Sequence[int], variances: Sequence[float
     log_scale = torch.zeros(n_nets, 1, dtype=DTYPE, device=device())
     log_h = [0.5 * torch.log(torch.diagonal(gram, dim1=-2, dim2=-1))]
     for n, s2 in zip(widths, sig2, strict=True):
-        evals, evecs = torch.linalg.eigh(gram)
-        root = evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)    # G = root root^T
+        root = _gram_root(gram)
         a = np.sqrt(s2) * randn(n_nets, n, n_in, gen=gen) @ root.transpose(-2, -1)
         h = a.clamp_min(0)
         gram = h.transpose(-2, -1) @ h

@@ -6,8 +6,9 @@ only per-layer statistics. It tracks *log-norms*: after every layer each activat
 rescaled to unit length and its log-length is accumulated, which is exact because ReLU is
 positively homogeneous, so depth 1000 in an exploding or vanishing regime gives finite logs.
 
-The backward pass re-draws each weight matrix from the generator state saved in the forward
-pass instead of storing it, so memory is one layer of weights plus the ReLU masks.
+The backward pass keeps the weights when they fit in :data:`KEEP_WEIGHTS_BYTES`; beyond, it
+re-draws each weight matrix from the generator state saved in the forward pass, so memory is
+one layer of weights plus the ReLU masks (and the random stream is the same either way).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ import torch
 from . import _validate as v
 from .device import DTYPE, device, rand, randn
 from .initializers import Initializer
+
+#: Weights up to this size are kept for the backward pass; larger stacks are re-drawn from
+#: the saved generator states (same numbers either way).
+KEEP_WEIGHTS_BYTES = 2**28
 
 #: Gradient of the loss with respect to the last hidden layer: ``(n_nets, N, n_L) -> same``.
 LossGrad = Callable[[torch.Tensor], torch.Tensor]
@@ -102,10 +107,15 @@ def relu_mlp(x: torch.Tensor, widths: Sequence[int], init: Initializer, *, n_net
 
     h, log_norm = _normalize(h)
     log_h = [log_norm]
-    states, masks = [], []
+    states, masks, kept = [], [], []
+    # keep the weights for the backward pass when they fit in KEEP_WEIGHTS_BYTES, else re-draw
+    keep = delta is not None and n_nets * sum(
+        i * o for i, o in zip(fans[:-1], fans[1:])) * h.element_size() <= KEEP_WEIGHTS_BYTES
     for fan_in, fan_out in zip(fans[:-1], fans[1:], strict=True):
         states.append(gen.get_state())
         w = init(n_nets, fan_out, fan_in, gen)
+        if keep:
+            kept.append(w)
         a = torch.matmul(h, w.transpose(-2, -1))
         mask = a > 0
         h, log_r = _normalize(a.clamp_min_(0))
@@ -126,8 +136,11 @@ def relu_mlp(x: torch.Tensor, widths: Sequence[int], init: Initializer, *, n_net
     log_delta = [log_g]
     after = gen.get_state()
     for l in range(len(widths) - 1, 0, -1):  # from dloss/da^{l+1} to dloss/da^l
-        gen.set_state(states[l])
-        w = init(n_nets, fans[l + 1], fans[l], gen)
+        if keep:
+            w = kept[l]
+        else:
+            gen.set_state(states[l])
+            w = init(n_nets, fans[l + 1], fans[l], gen)
         g, log_r = _normalize(masks[l - 1] * torch.matmul(g, w))
         log_g = log_g + log_r
         log_delta.append(log_g)

@@ -54,6 +54,15 @@ def test_md_and_ipynb_have_identical_inputs(source):
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_no_cell_relies_on_a_trailing_semicolon(source):
+    """nbval does not honour IPython's trailing ';' (the output would differ): use `_ = ...`."""
+    for cell in jupytext.read(source).cells:
+        lines = cell.source.rstrip().splitlines()
+        if cell.cell_type == "code" and lines:
+            assert not lines[-1].rstrip().endswith(";"), f"{source.name}: {lines[-1]}"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_chapter_is_executed_and_records_verdicts(source):
     nb = json.loads(source.with_suffix(".ipynb").read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]

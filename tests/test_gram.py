@@ -71,3 +71,12 @@ def test_gram_chain_bad_arguments():
     with pytest.raises(ValueError, match="variances"):
         gram.gram_chain(torch.ones(2, 3, dtype=torch.float64), [4], [], n_nets=2,
                         gen=generator(0))
+
+
+def test_gram_chain_with_more_inputs_than_dimensions():
+    """A singular input Gram matrix (N > n_0) takes the eigendecomposition root."""
+    x = torch.randn(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    ex = explicit(x, 3000, 8)
+    gc = gram.gram_chain(x, WIDTHS, VARS, n_nets=3000, gen=generator(9))
+    for k in range(6):
+        assert sst.ks_2samp(ex.log_h[-1, :, k], gc.log_h[-1, :, k]).pvalue > 1e-3, k

@@ -105,3 +105,12 @@ def test_one_layer_bad_arguments(kwargs, name):
     u, m = args.pop("u"), args.pop("m")
     with pytest.raises((ValueError, TypeError), match=name):
         P.one_layer(u, m, **args)
+
+
+def test_kept_and_redrawn_weights_give_the_same_numbers(monkeypatch):
+    x = torch.randn(3, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    kept = P.relu_mlp(x, [8, 7, 9], I.he(), n_nets=2, gen=generator(4), delta="random")
+    monkeypatch.setattr(P, "KEEP_WEIGHTS_BYTES", 0)
+    redrawn = P.relu_mlp(x, [8, 7, 9], I.he(), n_nets=2, gen=generator(4), delta="random")
+    assert torch.equal(kept.log_h, redrawn.log_h)
+    assert torch.equal(kept.log_delta, redrawn.log_delta)

@@ -122,6 +122,11 @@ def run(quick: bool) -> dict:
             xg, [w] * 10, he, n_nets=2, gen=gen), 1), 2 * n_in)
         record("gram", p, "chain", timed(lambda: gram.gram_chain(
             xg, [w] * 10, [2.0 / w] * 10, n_nets=2, gen=gen), 1), 2 * n_in)
+    # The ceiling of any path that materializes weights: the generator's throughput.
+    count = 10**6 if quick else 2 * 10**7
+    record("rng", {"width": 0, "depth": 0, "inputs": 0, "nets": 0}, "randn_f64",
+           timed(lambda: torch.randn(count, dtype=DTYPE, generator=gen, device=gen.device), 1),
+           count)
     return {"rows": rows}
 
 

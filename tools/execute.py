@@ -16,7 +16,7 @@ import importlib.metadata as md
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,10 +78,22 @@ def main(argv: list[str] | None = None) -> int:
     for p in sources:
         if p.suffix != ".md" or not p.exists():
             parser.error(f"not a chapter source: {p}")
+    if args.jobs > 1:  # one thread per chapter: no oversubscription (as in `./book test`)
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+    failed = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        outputs = [args.output_dir and args.output_dir.resolve()] * len(sources)
-        for name, wall in pool.map(execute, sources, [900] * len(sources), outputs):
-            print(f"executed {name} in {wall:.1f} s")
+        futures = {pool.submit(execute, source, 900, args.output_dir and args.output_dir.resolve()):
+                   source for source in sources}
+        for future in as_completed(futures):
+            try:
+                name, wall = future.result()
+                print(f"executed {name} in {wall:.1f} s", flush=True)
+            except Exception as error:  # report every failure, keep executing the others
+                failed.append(futures[future])
+                print(f"FAILED {futures[future].relative_to(ROOT)}: {error}"[:4000], flush=True)
+    if failed:
+        print(f"{len(failed)} chapter(s) failed; their notebooks were not written")
+        return 1
     return 0
 
 

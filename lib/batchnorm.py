@@ -1,0 +1,331 @@
+"""Batch normalization without mean reduction, the isometry gap, and batched BN MLPs.
+
+Meterez et al. (2024) study ``X_{l+1} = BN(W_l X_l)`` (eq. 3) on a batch ``X in R^{d x n}``
+(rows: features, columns: the n samples) with the BN of eq. (4),
+``BN(X) = diag(X X^T)^{-1/2} X``: every *row* (feature) is scaled to unit norm over the batch.
+The isometry gap (eq. 5) is computed from the Gram matrix of the samples ``X^T X`` (n x n):
+
+    phi(X) = log( tr(X^T X) / n ) - (1/n) log det(X^T X)  >= 0,
+
+(the paper takes n = d), the log of the ratio of the arithmetic to the geometric mean of the
+eigenvalues; it is +inf when the samples are linearly dependent. All functions act on batches
+of such matrices (leading dimensions are kept) and never loop over networks in Python.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import torch
+
+from . import _validate as v
+from .device import DTYPE, device, rand, randn
+from .initializers import gaussian, haar_orthogonal
+
+Weights = Literal["orthogonal", "gaussian"]
+Activation = Callable[[torch.Tensor], torch.Tensor]
+
+
+def _matrices(name: str, x) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.ndim < 2:
+        raise ValueError(f"{name} must have at least 2 dimensions (..., d, n), got shape "
+                         f"{tuple(x.shape)}")
+    return v.tensor(name, x, ndim=x.ndim)
+
+
+def bn(x: torch.Tensor) -> torch.Tensor:
+    """BN of eq. (4): each row of each (d, n) matrix divided by its Euclidean norm."""
+    x = _matrices("x", x)
+    norms = x.norm(dim=-1, keepdim=True)
+    if (norms == 0).any():
+        raise ValueError("x has a zero row: BN(x) is undefined")
+    return x / norms
+
+
+def bn_centered(x: torch.Tensor) -> torch.Tensor:
+    """Standard BN without affine parameters: each row centred over the batch, then scaled to
+    unit norm (the variant of the paper's Figure H6)."""
+    x = _matrices("x", x)
+    return bn(x - x.mean(dim=-1, keepdim=True))
+
+
+def gram_eigenvalues(x: torch.Tensor) -> torch.Tensor:
+    """Eigenvalues of X X^T (ascending), shape (..., d): the lambda_k of Theorem 3."""
+    x = _matrices("x", x)
+    return torch.linalg.eigvalsh(x @ x.transpose(-2, -1))
+
+
+def isometry_gap(x: torch.Tensor) -> torch.Tensor:
+    """phi(X) of eq. (5) for each (d, n) matrix; +inf where the n columns are linearly
+    dependent (numerical rank of X below n, with torch's default tolerance)."""
+    x = _matrices("x", x)
+    n = x.shape[-1]
+    lam = torch.linalg.eigvalsh(x.transpose(-2, -1) @ x)
+    degenerate = torch.linalg.matrix_rank(x) < n
+    safe = lam.clamp_min(torch.finfo(lam.dtype).tiny)
+    gap = torch.log(safe.mean(dim=-1)) - torch.log(safe).mean(dim=-1)
+    gap = gap.clamp_min(0.0)  # AM >= GM; removes rounding below zero
+    return torch.where(degenerate, torch.full_like(gap, math.inf), gap)
+
+
+def isometry(x: torch.Tensor) -> torch.Tensor:
+    """I(X) = exp(-phi(X)) in [0, 1]: the ratio of geometric to arithmetic mean eigenvalue."""
+    return torch.exp(-isometry_gap(x))
+
+
+def row_norm_factor(x: torch.Tensor) -> torch.Tensor:
+    """1 + variance/mean^2 of the row norms ||X_j.|| (Lemma B.1, eq. 12; population variance),
+    which equals d sum_j ||X_j.||^2 / (sum_j ||X_j.||)^2."""
+    x = _matrices("x", x)
+    r = x.norm(dim=-1)
+    return (r.square().mean(dim=-1)) / r.mean(dim=-1).square()
+
+
+def _weights(kind: str, n_nets: int, d: int, gen: torch.Generator) -> torch.Tensor:
+    if kind == "orthogonal":
+        return haar_orthogonal(n_nets, d, d, gen=gen)
+    if kind == "gaussian":
+        return gaussian(n_nets, d, d, 1.0 / d, gen=gen)
+    raise ValueError(f"weights must be 'orthogonal' or 'gaussian', got {kind!r}")
+
+
+def _weight_stream(kind: str, n_nets: int, d: int, depth: int, gen: torch.Generator,
+                   chunk: int = 64):
+    """Yield ``depth`` weight stacks (n_nets, d, d), drawn ``chunk`` layers per call."""
+    done = 0
+    while done < depth:
+        m = min(chunk, depth - done)
+        block = _weights(kind, n_nets * m, d, gen).view(m, n_nets, d, d)
+        yield from (w.contiguous() for w in block.unbind(0))
+        done += m
+
+
+def _inputs(x0, n_nets: int) -> torch.Tensor:
+    x0 = _matrices("x0", x0)
+    if x0.ndim == 2:
+        x0 = x0.expand(n_nets, *x0.shape)
+    if x0.ndim != 3 or x0.shape[0] != n_nets:
+        raise ValueError(f"x0 must have shape (d, n) or (n_nets, d, n) = ({n_nets}, d, n), got "
+                         f"{tuple(x0.shape)}")
+    return x0.to(device=device(), dtype=DTYPE)
+
+
+def _layer(x: torch.Tensor, w: torch.Tensor, activation: Activation | None,
+           centered: bool) -> torch.Tensor:
+    h = w @ x
+    if activation is not None:
+        h = activation(h)
+    if centered:
+        h = h - h.mean(dim=-1, keepdim=True)
+    return h / h.norm(dim=-1, keepdim=True)  # inputs validated by the callers
+
+
+def _linear_layer_vjp(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, g: torch.Tensor,
+                      centered: bool, wrt_weights: bool) -> torch.Tensor:
+    """Vector-Jacobian product of y = BN(W x) (rows normalized; optionally centred first):
+    returns dL/dW if ``wrt_weights`` else dL/dx, given g = dL/dy."""
+    h = w @ x
+    if centered:
+        h = h - h.mean(dim=-1, keepdim=True)
+    r = h.norm(dim=-1, keepdim=True)
+    gh = (g - y * (g * y).sum(dim=-1, keepdim=True)) / r
+    if centered:
+        gh = gh - gh.mean(dim=-1, keepdim=True)
+    return gh @ x.transpose(-2, -1) if wrt_weights else w.transpose(-2, -1) @ gh
+
+
+def isometry_gaps_in_depth(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch.Generator,
+                           weights: Weights = "orthogonal", activation: Activation | None = None,
+                           centered: bool = False) -> torch.Tensor:
+    """phi(X_l) for l = 0..depth along X_{l+1} = BN(act(W_l X_l)) (eq. 3), for ``n_nets``
+    independent networks at once. ``x0`` is one input (d, n) or one per network.
+
+    Returns a tensor (n_nets, depth + 1). With ``centered=True`` BN also subtracts the mean.
+    """
+    depth = v.positive_int("depth", depth)
+    n_nets = v.positive_int("n_nets", n_nets)
+    x = _inputs(x0, n_nets)
+    d = x.shape[1]
+    gaps = [isometry_gap(x)]
+    for w in _weight_stream(weights, n_nets, d, depth, gen):
+        x = _layer(x, w, activation, centered)
+        gaps.append(isometry_gap(x))
+    return torch.stack(gaps, dim=1)
+
+
+def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
+                             gen: torch.Generator, weights: Weights = "orthogonal",
+                             activation: Activation | None = None,
+                             centered: bool = False) -> torch.Tensor:
+    """log ||dL/dW_0||_F for the networks truncated at each depth L in ``depths``.
+
+    The network is X_{l+1} = BN(act(W_l X_l)); the loss is the linear readout
+    L = <R, X_L>_F with R Gaussian normalized to ||R||_F = 1 (1-Lipschitz), drawn per network.
+    The backward pass renormalizes the upstream gradient at every layer and accumulates its
+    log-norm, so no overflow occurs at any depth. Depth L uses the first L layers of one deep
+    network per ``n_nets``. Returns a tensor (n_nets, len(depths)).
+    """
+    ds = v.widths("depths", list(depths))
+    n_nets = v.positive_int("n_nets", n_nets)
+    x = _inputs(x0, n_nets)
+    d, n = x.shape[1], x.shape[2]
+    top = max(ds)
+    ws, xs = [], [x]
+    for w in _weight_stream(weights, n_nets, d, top, gen):
+        ws.append(w)
+        xs.append(_layer(xs[-1], w, activation, centered))
+    r = randn(n_nets, d, n, gen=gen)
+    r = r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
+    out = torch.empty(n_nets, len(ds), dtype=DTYPE, device=x.device)
+    for col, depth in enumerate(ds):
+        g, logscale = r, torch.zeros(n_nets, dtype=DTYPE, device=x.device)
+        for ell in range(depth - 1, -1, -1):
+            if activation is None:
+                g = _linear_layer_vjp(xs[ell], ws[ell], xs[ell + 1], g, centered, ell == 0)
+            else:
+                with torch.enable_grad():
+                    xin = xs[ell].detach().requires_grad_(ell > 0)
+                    w = ws[ell].detach().requires_grad_(ell == 0)
+                    y = _layer(xin, w, activation, centered)
+                    (g,) = torch.autograd.grad(y, w if ell == 0 else xin, g)
+            norm = g.flatten(1).norm(dim=1)
+            logscale = logscale + torch.log(norm)
+            g = g / norm.view(-1, 1, 1)
+        out[:, col] = logscale
+    return out
+
+
+def spectral_inputs(n_mats: int, d: int, *, gen: torch.Generator, spread: float,
+                    n: int | None = None) -> torch.Tensor:
+    """Random batches X = U diag(s) V^T of shape (n_mats, d, n) with prescribed spread of
+    spectra: U, V Haar-orthogonal and log s_i i.i.d. uniform on [-spread, spread] (spread 0
+    gives orthogonal matrices; large spread nearly degenerate ones)."""
+    n_mats, d = v.positive_int("n_mats", n_mats), v.positive_int("d", d)
+    n = d if n is None else v.positive_int("n", n)
+    if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not (
+            math.isfinite(spread) and spread >= 0):
+        raise ValueError(f"spread must be a finite number >= 0, got {spread!r}")
+    r = min(d, n)
+    u = haar_orthogonal(n_mats, d, r, gen=gen)
+    vt = haar_orthogonal(n_mats, r, n, gen=gen)
+    s = torch.exp(spread * (2.0 * rand(n_mats, r, gen=gen) - 1.0))
+    return (u * s.unsqueeze(-2)) @ vt
+
+
+def bn_standard(x: torch.Tensor) -> torch.Tensor:
+    """Standard BN without affine parameters (and without epsilon): each row centred over the
+    batch and scaled to unit (population) variance, so that entries are O(1)."""
+    x = _matrices("x", x)
+    return math.sqrt(x.shape[-1]) * bn_centered(x)
+
+
+def _gains(name: str, gains, depth: int) -> list[float]:
+    if isinstance(gains, (int, float)) and not isinstance(gains, bool):
+        gains = [gains] * depth
+    gains = list(gains)
+    if len(gains) < depth:
+        raise ValueError(f"{name} must have at least {depth} entries, got {len(gains)}")
+    return [v.positive_float(f"{name}[{i}]", g) for i, g in enumerate(gains[:depth])]
+
+
+def _shaped_layer(x: torch.Tensor, w: torch.Tensor, activation: Activation,
+                  gain: float) -> torch.Tensor:
+    h = w @ x
+    h = h - h.mean(dim=-1, keepdim=True)
+    h = h / h.norm(dim=-1, keepdim=True) * math.sqrt(h.shape[-1])
+    return activation(gain * h)
+
+
+def _shaped_forward(x0, depth: int, n_nets: int, gen: torch.Generator, weights: str,
+                    activation: Activation, gains: list[float]):
+    x = _inputs(x0, n_nets)
+    d = x.shape[1]
+    ws, xs = [], [x]
+    for ell, w in enumerate(_weight_stream(weights, n_nets, d, depth, gen)):
+        ws.append(w)
+        xs.append(_shaped_layer(xs[-1], w, activation, gains[ell]))
+    return ws, xs
+
+
+def _readout(n_nets: int, d: int, n: int, gen: torch.Generator) -> torch.Tensor:
+    r = randn(n_nets, d, n, gen=gen)
+    return r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
+
+
+def shaped_weight_grad_lognorms(x0: torch.Tensor, depth: int, *, n_nets: int,
+                                gen: torch.Generator, activation: Activation, gains,
+                                weights: Weights = "orthogonal") -> torch.Tensor:
+    """log ||dL/dW_l||_F for every layer l = 0..depth-1 of the shaped network of eq. (11),
+    X_{l+1} = act(alpha_l BN(W_l X_l)) with standard BN (:func:`bn_standard`), loss
+    L = <R, X_L>_F with ||R||_F = 1; one backward pass in log space. ``gains`` is one gain or
+    a sequence alpha_0, alpha_1, ... Returns (n_nets, depth)."""
+    depth = v.positive_int("depth", depth)
+    n_nets = v.positive_int("n_nets", n_nets)
+    if not callable(activation):
+        raise TypeError("activation must be callable")
+    gs = _gains("gains", gains, depth)
+    ws, xs = _shaped_forward(x0, depth, n_nets, gen, weights, activation, gs)
+    g = _readout(n_nets, xs[0].shape[1], xs[0].shape[2], gen)
+    logscale = torch.zeros(n_nets, dtype=DTYPE, device=g.device)
+    out = torch.empty(n_nets, depth, dtype=DTYPE, device=g.device)
+    for ell in range(depth - 1, -1, -1):
+        with torch.enable_grad():
+            xin = xs[ell].detach().requires_grad_(True)
+            w = ws[ell].detach().requires_grad_(True)
+            y = _shaped_layer(xin, w, activation, gs[ell])
+            gx, gw = torch.autograd.grad(y, (xin, w), g)
+        out[:, ell] = logscale + torch.log(gw.flatten(1).norm(dim=1))
+        norm = gx.flatten(1).norm(dim=1)
+        logscale = logscale + torch.log(norm)
+        g = gx / norm.view(-1, 1, 1)
+    return out
+
+
+def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
+                                    gen: torch.Generator, activation: Activation, gains,
+                                    weights: Weights = "orthogonal") -> torch.Tensor:
+    """log ||dL/dW_0||_F of the shaped network of eq. (11) truncated at each depth L in
+    ``depths`` (the first L layers of one deep network; loss as in
+    :func:`shaped_weight_grad_lognorms`). Returns (n_nets, len(depths))."""
+    ds = v.widths("depths", list(depths))
+    n_nets = v.positive_int("n_nets", n_nets)
+    if not callable(activation):
+        raise TypeError("activation must be callable")
+    top = max(ds)
+    gs = _gains("gains", gains, top)
+    ws, xs = _shaped_forward(x0, top, n_nets, gen, weights, activation, gs)
+    r = _readout(n_nets, xs[0].shape[1], xs[0].shape[2], gen)
+    out = torch.empty(n_nets, len(ds), dtype=DTYPE, device=r.device)
+    for col, depth in enumerate(ds):
+        g, logscale = r, torch.zeros(n_nets, dtype=DTYPE, device=r.device)
+        for ell in range(depth - 1, -1, -1):
+            with torch.enable_grad():
+                xin = xs[ell].detach().requires_grad_(ell > 0)
+                w = ws[ell].detach().requires_grad_(ell == 0)
+                y = _shaped_layer(xin, w, activation, gs[ell])
+                (g,) = torch.autograd.grad(y, w if ell == 0 else xin, g)
+            norm = g.flatten(1).norm(dim=1)
+            logscale = logscale + torch.log(norm)
+            g = g / norm.view(-1, 1, 1)
+        out[:, col] = logscale
+    return out
+
+
+def shaped_leaky_relu(slope: float) -> Activation:
+    """LeakyReLU with negative slope ``slope`` (activation shaping: slope -> 1 is linear)."""
+    slope = v.in_interval("slope", slope, 0.0, 1.0, closed_hi=True)
+
+    def act(h: torch.Tensor) -> torch.Tensor:
+        return torch.where(h >= 0, h, slope * h)
+
+    return act
+
+
+__all__ = ["bn", "bn_centered", "gram_eigenvalues", "isometry_gap", "isometry",
+           "row_norm_factor", "spectral_inputs", "isometry_gaps_in_depth",
+           "first_layer_grad_lognorm", "bn_standard", "shaped_weight_grad_lognorms",
+           "shaped_first_layer_grad_lognorm", "shaped_leaky_relu"]

@@ -1,0 +1,129 @@
+"""Batched purely convolutional ReLU networks (Hanin & Rolnick 2018, section 3.5, Figure 4).
+
+Layer l maps ``C_{l-1}`` channels to ``C_l`` channels with a k x k kernel, stride 1, no bias,
+no pooling: ``x_l = ReLU(W_l * x_{l-1})``. The fan-in of a unit is ``C_{l-1} k^2`` (the paper's
+remark in section 3.5), and the kernels are drawn by any :data:`eit.initializers.Initializer`
+as a ``(n_nets, C_l, C_{l-1} k^2)`` stack, reshaped to ``(C_l, C_{l-1}, k, k)`` per network.
+
+Padding: ``'circular'`` (every output pixel sees a full window, so the one-layer mean factor is
+exactly that of a fully connected layer) or ``'zeros'`` (Keras/PyTorch ``'same'``: pixels near
+the border see fewer inputs). With zero padding the mean is still exact: the channel-summed
+squared activation per pixel, ``e_l(p) = E sum_c x_{l,c}(p)^2``, obeys the linear recursion
+``e_l = kappa (C_l / C_{l-1}) B e_{l-1}`` with B the k x k box average (zeros outside), see
+:func:`mean_profile`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from . import _validate as v
+from .device import DTYPE, device
+from .initializers import Initializer
+
+_PADDINGS = ("circular", "zeros")
+
+
+def _check_kernel(kernel: int) -> int:
+    kernel = v.positive_int("kernel", kernel)
+    if kernel % 2 == 0:
+        raise ValueError(f"kernel must be odd (centred windows), got {kernel}")
+    return kernel
+
+
+def _box_sum(e: torch.Tensor, kernel: int, padding: str) -> torch.Tensor:
+    """Sum of ``e`` (..., H, W) over the k x k window around each pixel."""
+    shape = e.shape
+    flat = e.reshape(-1, 1, *shape[-2:])
+    half = kernel // 2
+    if padding == "circular":
+        flat = F.pad(flat, (half, half, half, half), mode="circular")
+    else:
+        flat = F.pad(flat, (half, half, half, half))
+    ones = torch.ones(1, 1, kernel, kernel, dtype=e.dtype, device=e.device)
+    return F.conv2d(flat, ones).reshape(shape)
+
+
+def conv_relu_lengths(image: torch.Tensor, channels: Sequence[int], init: Initializer, *,
+                      n_nets: int, gen: torch.Generator, kernel: int = 3,
+                      padding: str = "zeros") -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-layer squared lengths of ``n_nets`` random convolutional ReLU nets on one image.
+
+    Args:
+        image: ``(C_0, H, W)``.
+        channels: ``[C_1, ..., C_L]``.
+        init: kernel sampler, called as ``init(n_nets, C_l, C_{l-1} * kernel**2, gen)``.
+        n_nets: number of independent networks.
+        gen: random generator (see :func:`eit.device.generator`).
+        kernel: odd kernel size k.
+        padding: ``'zeros'`` or ``'circular'``.
+    Returns:
+        ``(sq, window)``, both ``(L+1, n_nets)``: ``sq[l] = ||x_l||^2`` and
+        ``window[l] = sum_p sum_{q in window(p)} ||x_l(q)||^2 / k^2`` (the quantity whose
+        multiple is the conditional mean of the next layer; row L is computed too).
+        Activations are rescaled to unit length after every layer and lengths accumulated in
+        log-space internally (convolution and ReLU are positively homogeneous).
+    """
+    image = v.tensor("image", image, ndim=3).to(device=device(), dtype=DTYPE)
+    chans = v.widths("channels", channels)
+    n_nets = v.positive_int("n_nets", n_nets)
+    kernel = _check_kernel(kernel)
+    if padding not in _PADDINGS:
+        raise ValueError(f"padding must be one of {_PADDINGS}, got {padding!r}")
+    if not callable(init):
+        raise TypeError(f"init must be callable (an Initializer), got {type(init).__name__}")
+    half = kernel // 2
+    x = image.unsqueeze(0).expand(n_nets, *image.shape)          # (n_nets, C, H, W)
+    norm = x.flatten(1).norm(dim=-1)
+    x = x / norm.view(-1, 1, 1, 1)
+    log_sq = 2 * torch.log(norm)
+
+    def window(u: torch.Tensor) -> torch.Tensor:               # u unit-normalized
+        return _box_sum(u.square().sum(1), kernel, padding).flatten(1).sum(-1) / kernel**2
+
+    sq, win = [log_sq], [log_sq + torch.log(window(x))]
+    c_in = image.shape[0]
+    for c_out in chans:
+        w = init(n_nets, c_out, c_in * kernel * kernel, gen)
+        w = w.reshape(n_nets * c_out, c_in, kernel, kernel)
+        inp = x.reshape(1, n_nets * c_in, *x.shape[-2:])
+        if padding == "circular":
+            inp = F.pad(inp, (half, half, half, half), mode="circular")
+            y = F.conv2d(inp, w, groups=n_nets)
+        else:
+            y = F.conv2d(inp, w, padding=half, groups=n_nets)
+        x = y.reshape(n_nets, c_out, *y.shape[-2:]).clamp_min(0)
+        r = x.flatten(1).norm(dim=-1)
+        x = x / torch.where(r > 0, r, torch.ones_like(r)).view(-1, 1, 1, 1)
+        log_sq = log_sq + 2 * torch.log(r)
+        sq.append(log_sq)
+        win.append(log_sq + torch.log(window(x)))
+        c_in = c_out
+    return torch.exp(torch.stack(sq)), torch.exp(torch.stack(win))
+
+
+def mean_profile(image: torch.Tensor, channels: Sequence[int], *, kappa: float = 1.0,
+                 kernel: int = 3, padding: str = "zeros") -> torch.Tensor:
+    """Exact E||x_l||^2 for l = 0..L with weights of variance ``2 kappa / (C_{l-1} k^2)``.
+
+    The per-pixel recursion ``e_l = kappa (C_l / C_{l-1}) B e_{l-1}``, B the k x k box average,
+    holds for every symmetric weight law (the conditional mean of a squared ReLU unit is half
+    that of its pre-activation). Returns shape ``(L+1,)``.
+    """
+    image = v.tensor("image", image, ndim=3).to(device=device(), dtype=DTYPE)
+    chans = v.widths("channels", channels)
+    kappa = v.positive_float("kappa", kappa)
+    kernel = _check_kernel(kernel)
+    if padding not in _PADDINGS:
+        raise ValueError(f"padding must be one of {_PADDINGS}, got {padding!r}")
+    e = image.square().sum(0)
+    out = [e.sum()]
+    c_in = image.shape[0]
+    for c_out in chans:
+        e = kappa * (c_out / c_in) * _box_sum(e, kernel, padding) / kernel**2
+        out.append(e.sum())
+        c_in = c_out
+    return torch.stack(out)

@@ -1,0 +1,105 @@
+"""Curvature at initialization: the spectral norm of a loss Hessian by power iteration.
+
+The Hessian is never formed. Each step applies it to a vector by a Hessian-vector product
+(double backpropagation, Pearlmutter 1994), ``Hv = d/dtheta <grad L(theta), v>``. Power
+iteration on ``H`` converges to the eigenvalue of largest *magnitude*, which is the spectral
+norm ``||H||_2`` of a symmetric matrix (Arpit, Campos & Bengio 2019, Section 5.3, Table 2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from . import _validate as v
+from .device import randn
+
+
+@dataclass(frozen=True)
+class SpectralNorm:
+    """Result of :func:`hessian_spectral_norm`.
+
+    ``value`` is |lambda| for the dominant eigenvalue ``eigenvalue`` (its sign kept);
+    ``converged`` is True when, before ``max_iter``, the relative change of the Rayleigh
+    quotient fell below ``rtol`` and the relative residual ``residual`` =
+    ||Hv - lambda v|| / |lambda| below sqrt(rtol) (the eigenvector converges like the square
+    root of the eigenvalue).
+    """
+
+    value: float
+    eigenvalue: float
+    iterations: int
+    residual: float
+    converged: bool
+
+
+def hessian_vector_product(loss: torch.Tensor, params: Sequence[torch.Tensor],
+                           vec: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """H vec for the Hessian of the scalar ``loss`` with respect to ``params``.
+
+    ``loss`` must have been computed with a graph (``create_graph`` happens here).
+    """
+    grads = torch.autograd.grad(loss, params, create_graph=True)
+    dot = sum((g * u).sum() for g, u in zip(grads, vec, strict=True))
+    return list(torch.autograd.grad(dot, params, retain_graph=True))
+
+
+def _dot(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> torch.Tensor:
+    return sum((x * y).sum() for x, y in zip(a, b, strict=True))
+
+
+def hessian_spectral_norm(loss_fn: Callable[[], torch.Tensor],
+                          params: Sequence[torch.Tensor], *, gen: torch.Generator,
+                          max_iter: int = 200, rtol: float = 1e-4) -> SpectralNorm:
+    """||H||_2 of the Hessian of ``loss_fn()`` at ``params`` by power iteration.
+
+    Args:
+        loss_fn: computes the scalar loss from ``params`` (which require gradients).
+        params: the parameters; the Hessian is over all of them, flattened together.
+        gen: generator for the random start vector.
+        max_iter: largest number of Hessian-vector products.
+        rtol: convergence tolerance on the Rayleigh quotient and the residual.
+    """
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    params = list(params)
+    if not params or not all(isinstance(p, torch.Tensor) and p.requires_grad for p in params):
+        raise ValueError("params must be a non-empty sequence of tensors requiring grad")
+    max_iter = v.positive_int("max_iter", max_iter)
+    rtol = v.positive_float("rtol", rtol)
+    loss = loss_fn()
+    if loss.ndim != 0:
+        raise ValueError(f"loss_fn must return a scalar, got shape {tuple(loss.shape)}")
+    grads = torch.autograd.grad(loss, params, create_graph=True)
+
+    def hvp(vec: list[torch.Tensor]) -> list[torch.Tensor]:
+        return list(torch.autograd.grad(_dot(grads, vec), params, retain_graph=True))
+
+    vec = [randn(*p.shape, gen=gen, dtype=p.dtype) for p in params]
+    norm = torch.sqrt(_dot(vec, vec))
+    vec = [x / norm for x in vec]
+    lam_old, residual = math.nan, math.inf
+    for it in range(1, max_iter + 1):
+        hv = hvp(vec)
+        lam = float(_dot(vec, hv))
+        diff = [a - lam * b for a, b in zip(hv, vec, strict=True)]
+        residual = float(torch.sqrt(_dot(diff, diff)))
+        hv_norm = torch.sqrt(_dot(hv, hv))
+        if not math.isfinite(lam) or not torch.isfinite(hv_norm):
+            return SpectralNorm(math.nan, math.nan, it, math.nan, False)
+        scale = max(abs(lam), 1e-300)
+        if (math.isfinite(lam_old) and abs(lam - lam_old) <= rtol * scale
+                and residual <= math.sqrt(rtol) * scale):
+            return SpectralNorm(abs(lam), lam, it, residual / scale, True)
+        lam_old = lam
+        if hv_norm == 0:
+            return SpectralNorm(0.0, 0.0, it, 0.0, True)
+        vec = [x / hv_norm for x in hv]
+    return SpectralNorm(abs(lam_old), lam_old, max_iter, residual / max(abs(lam_old), 1e-300),
+                        False)
+
+
+__all__ = ["SpectralNorm", "hessian_spectral_norm", "hessian_vector_product"]

@@ -1,0 +1,203 @@
+"""Finite-sample expressivity of ReLU residual networks (Hardt & Ma 2017, Section 3, App. B).
+
+The network of Theorem 3.2: h_0 = A_0 x (random projection to R^k), h_j = h_{j-1} +
+T_{U_j, V_j, s_j}(h_{j-1}) for j = 1..l with T_{U,V,s}(h) = V ReLU(U h + s) (eq. 3.1), and a
+last block into R^r. Each middle block is built by Lemma B.1 and moves k points at a time to
+their surrogate labels q_j (eq. 3.2); the last block maps q_j to e_j (eq. 3.4).
+
+Vectors are stored as rows: a set of n points in R^k is an (n, k) tensor. Everything is
+float64 and deterministic given the generator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from ._validate import in_interval, positive_int, tensor
+from .device import DTYPE
+
+
+def unit_sphere(n: int, d: int, *, gen: torch.Generator) -> torch.Tensor:
+    """n points uniform on the unit sphere of R^d (rows), drawn from ``gen``."""
+    n, d = positive_int("n", n), positive_int("d", d)
+    x = torch.randn(n, d, generator=gen, device=gen.device, dtype=DTYPE)
+    return x / x.norm(dim=1, keepdim=True)
+
+
+def min_sq_distance(x) -> float:
+    """min_{i != j} ||x_i - x_j||^2: the largest rho for which Assumption 3.1 holds."""
+    x = tensor("x", x, ndim=2)
+    if x.shape[0] < 2:
+        raise ValueError(f"x needs at least 2 points, got {x.shape[0]}")
+    sq = (x * x).sum(1)
+    dist = sq[:, None] + sq[None, :] - 2 * x @ x.T
+    dist.fill_diagonal_(math.inf)
+    return float(dist.min())
+
+
+def block(h, U, V, s) -> torch.Tensor:
+    """T_{U,V,s}(h) = V ReLU(U h + s) (eq. 3.1), applied to every row of h."""
+    h = tensor("h", h, ndim=2)
+    return torch.relu(h @ U.T + s) @ V.T
+
+
+def lemma_b1(alpha, S, target, rho_p: float, *, skip=None) -> tuple[torch.Tensor, ...]:
+    """U, V, s of Lemma B.1: alpha_i + T(alpha_i) = target_i for i in S, T(alpha_i) = 0 else.
+
+    Rows of U are alpha_i (i in S), s = -(1 - 2 rho') 1, column i of V is
+    (target_i - skip(alpha_i)) / (||alpha_i||^2 - (1 - 2 rho')). ``skip`` is the residual path
+    (identity by default; a fixed k -> r map for the last block). ``target`` has one row per
+    element of S. A point of S with ||alpha_i||^2 <= 1 - 2 rho' gets a zero column of V (it
+    cannot be moved: hypothesis a fails for it).
+    """
+    alpha = tensor("alpha", alpha, ndim=2)
+    rho_p = in_interval("rho_p", rho_p, 0.0, 0.5)
+    S = torch.as_tensor(S, dtype=torch.long)
+    target = tensor("target", target, ndim=2)
+    if S.ndim != 1 or S.numel() == 0 or target.shape[0] != S.numel():
+        raise ValueError(f"S must be a non-empty index list with one target row each, got "
+                         f"{S.numel()} indices and {target.shape[0]} targets")
+    U = alpha[S]
+    t = 1 - 2 * rho_p
+    margin = (U * U).sum(1) - t
+    base = U if skip is None else skip(U)
+    # A point with ||alpha_i||^2 <= 1 - 2 rho' never activates its unit: it cannot be moved,
+    # its column of V is set to 0 (the hypotheses of the lemma fail for it).
+    ok = margin > 0
+    V = torch.where(ok[:, None], (target - base) / torch.where(ok, margin, 1.0)[:, None],
+                    torch.zeros_like(target)).T
+    s = torch.full((S.numel(),), -t, dtype=alpha.dtype, device=alpha.device)
+    return U, V, s
+
+
+def lemma_b1_conditions(alpha, S, rho_p: float) -> dict[str, bool]:
+    """Which hypotheses of Lemma B.1 hold for (alpha, S, rho').
+
+    * ``norms``: 1 - rho' <= ||alpha_i||^2 <= 1 + rho' for all i (hypothesis a);
+    * ``printed``: ||alpha_i - alpha_j|| >= 3 rho' whenever i != j and S meets {i, j}
+      (hypothesis b as printed);
+    * ``corrected``: ||alpha_i - alpha_j||^2 >= 6 rho' for the same pairs (what eq. B.1 needs
+      with the factor 1/2 of the polarization identity);
+    * ``needed``: the property the construction uses: <alpha_i, alpha_j> <= 1 - 2 rho' for
+      i in S, j != i, and ||alpha_i||^2 > 1 - 2 rho' for i in S.
+    """
+    alpha = tensor("alpha", alpha, ndim=2)
+    rho_p = in_interval("rho_p", rho_p, 0.0, 0.5)
+    S = torch.as_tensor(S, dtype=torch.long)
+    sq = (alpha * alpha).sum(1)
+    gram = alpha[S] @ alpha.T                       # |S| x n
+    dist2 = sq[S][:, None] + sq[None, :] - 2 * gram
+    other = torch.ones_like(gram, dtype=torch.bool)
+    other[torch.arange(S.numel()), S] = False
+    t = 1 - 2 * rho_p
+    return {
+        "norms": bool(((sq >= 1 - rho_p) & (sq <= 1 + rho_p)).all()),
+        "printed": bool((dist2[other] >= (3 * rho_p) ** 2).all()),
+        "corrected": bool((dist2[other] >= 6 * rho_p).all()),
+        "needed": bool((gram[other] <= t).all() and (sq[S] > t).all()),
+    }
+
+
+@dataclass(frozen=True)
+class ResidualConstruction:
+    """The network of Theorem 3.2 with its weights (rows-as-points convention)."""
+
+    A0: torch.Tensor                     # (k, d) random projection, entries N(0, 1/k)
+    blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]   # (U, V, s), k x k
+    last: tuple[torch.Tensor, torch.Tensor, torch.Tensor]           # U (r, k), V (r, r), s (r)
+    q: torch.Tensor                      # (r, k) surrogate labels, unit vectors
+    rho_p: float
+    conditions: list[dict[str, bool]] = field(default_factory=list)   # per block, last included
+
+    @property
+    def k(self) -> int:
+        return self.A0.shape[0]
+
+    @property
+    def ell(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def r(self) -> int:
+        return self.q.shape[0]
+
+
+def skip_map(h: torch.Tensor, r: int) -> torch.Tensor:
+    """The residual path of the last block, R^k -> R^r: truncate or pad with zeros."""
+    k = h.shape[1]
+    if r <= k:
+        return h[:, :r]
+    return torch.cat([h, h.new_zeros(h.shape[0], r - k)], dim=1)
+
+
+def build(x, labels, r: int, k: int, rho_p: float, *,
+          gen: torch.Generator) -> ResidualConstruction:
+    """Construct the network of Theorem 3.2 (proofs of Lemma B.2 and Theorem 3.2).
+
+    ``x``: (n, d) inputs, ``labels``: n ints in [0, r). A_0 has N(0, 1/k) entries (the
+    scaling that makes ||A_0 x|| close to 1), q_1..q_r are uniform unit vectors of R^k, and
+    block j moves the points jk+1..(j+1)k of the current hidden layer to their q. Lemma B.1
+    is applied whether or not its hypotheses hold; :func:`lemma_b1_conditions` of every block
+    (the last one included) is recorded in ``conditions``.
+    """
+    x = tensor("x", x, ndim=2)
+    labels = torch.as_tensor(labels, dtype=torch.long)
+    r, k = positive_int("r", r), positive_int("k", k)
+    if labels.shape != (x.shape[0],) or labels.min() < 0 or labels.max() >= r:
+        raise ValueError(f"labels must be {x.shape[0]} ints in [0, r={r})")
+    rho_p = in_interval("rho_p", rho_p, 0.0, 0.5)
+    n, d = x.shape
+    A0 = torch.randn(k, d, generator=gen, device=gen.device, dtype=DTYPE) / math.sqrt(k)
+    q = unit_sphere(r, k, gen=gen)
+    h = x @ A0.T
+    v = q[labels]
+    blocks, conditions = [], []
+    for start in range(0, n, k):
+        S = torch.arange(start, min(start + k, n))
+        conditions.append(lemma_b1_conditions(h, S, rho_p))
+        U, V, s = lemma_b1(h, S, v[S], rho_p)
+        blocks.append((U, V, s))
+        h = h + block(h, U, V, s)
+    conditions.append(lemma_b1_conditions(q, torch.arange(r), rho_p))
+    last = lemma_b1(q, torch.arange(r), torch.eye(r, dtype=DTYPE), rho_p,
+                    skip=lambda u: skip_map(u, r))
+    return ResidualConstruction(A0, blocks, last, q, rho_p, conditions)
+
+
+def forward(net: ResidualConstruction, x) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run the network on ``x`` (n, d): returns (h_l, y_hat), shapes (n, k) and (n, r)."""
+    x = tensor("x", x, ndim=2)
+    if not isinstance(net, ResidualConstruction):
+        raise TypeError(f"net must be a ResidualConstruction, got {type(net).__name__}")
+    h = x @ net.A0.T
+    for U, V, s in net.blocks:
+        h = h + block(h, U, V, s)
+    U, V, s = net.last
+    return h, skip_map(h, net.r) + block(h, U, V, s)
+
+
+def parameter_count(net: ResidualConstruction, d: int) -> int:
+    """Weights and biases: kd + l (2k^2 + k) + (rk + r^2 + r) (Section 3)."""
+    if not isinstance(net, ResidualConstruction):
+        raise TypeError(f"net must be a ResidualConstruction, got {type(net).__name__}")
+    d = positive_int("d", d)
+    k, r = net.k, net.r
+    return k * d + net.ell * (2 * k * k + k) + r * k + r * r + r
+
+
+def k_for(n: int, rho: float, c: float = 10.0) -> int:
+    """k = ceil(c log(n) / rho^2), the width of the proof of Theorem 3.2 (c = 10 works)."""
+    n = positive_int("n", n)
+    rho = in_interval("rho", rho, 0.0, 4.0, closed_hi=True)
+    if rho == 0:
+        raise ValueError("rho must be > 0")
+    if isinstance(c, bool) or not isinstance(c, (int, float)) or c <= 0:
+        raise ValueError(f"c must be a positive number, got {c!r}")
+    return math.ceil(c * math.log(n) / rho**2)
+
+
+__all__ = ["unit_sphere", "min_sq_distance", "block", "lemma_b1", "lemma_b1_conditions",
+           "ResidualConstruction", "skip_map", "build", "forward", "parameter_count", "k_for"]

@@ -1,0 +1,514 @@
+"""Deep linear residual networks (Hardt & Ma 2017, Section 2 and Appendix A).
+
+The model is x -> (I + A_l) ... (I + A_1) x, trained on y = R x + xi with xi ~ N(0, I_d) and
+E[x x^T] = Sigma. Weights are stacked as a tensor A of shape (..., l, d, d) with A[..., i-1]
+the slice A_i (eq. 2.1). Everything is batched over leading dimensions and runs in the dtype
+of its inputs (float64 in the book).
+
+* :func:`end_to_end`, :func:`population_risk` (Claim 2.3, eq. 2.4), :func:`sample_loss`
+  (eq. 2.2, one sample at a time, for Monte Carlo checks of Claim 2.3);
+* :func:`gradient_printed` (eq. 2.5 as printed), :func:`gradient` (the true gradient, factors
+  in the order the chain rule gives), :func:`gradient_autograd`;
+* :func:`pl_bound_printed` (eq. 2.3), :func:`pl_bound_corrected`, :func:`pl_ratio`,
+  :func:`project_ball`, :func:`minimize_pl_ratio` (adversarial search over the ball B_tau);
+* :func:`gradient_descent` for the residual and for the standard parameterization;
+* :func:`gamma`, :func:`theorem21_bound`, :func:`orthogonal_root`, :func:`small_norm_optimum`
+  (Theorem 2.1, Appendix A.1);
+* :func:`symbolic_risk`, :func:`symbolic_gradient_printed` (SymPy, Claim 2.3 / Lemma 2.4).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg as sla
+import sympy as sp
+import torch
+
+from ._validate import in_interval, positive_float, positive_int, tensor
+
+
+# --------------------------------------------------------------------------- validation
+def _weights(name: str, A) -> torch.Tensor:
+    A = tensor(name, A, ndim=tuple(range(3, 8)))
+    if A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"{name} must have square slices (..., l, d, d), got {tuple(A.shape)}")
+    return A
+
+
+def _square(name: str, M, d: int) -> torch.Tensor:
+    M = tensor(name, M, ndim=tuple(range(2, 7)))
+    if M.shape[-2:] != (d, d):
+        raise ValueError(f"{name} must end in ({d}, {d}), got {tuple(M.shape)}")
+    return M
+
+
+def _eye(A: torch.Tensor) -> torch.Tensor:
+    d = A.shape[-1]
+    return torch.eye(d, dtype=A.dtype, device=A.device)
+
+
+def _chain(A: torch.Tensor, lo: int, hi: int, *, reverse: bool = False,
+           transpose: bool = False) -> torch.Tensor:
+    """Product of the factors (I + A_j) (or their transposes) for lo <= j <= hi (1-based).
+
+    The factor with the largest index is leftmost unless ``reverse``.
+    """
+    eye = _eye(A)
+    out = eye.expand(*A.shape[:-3], *eye.shape).clone()
+    idx = range(lo, hi + 1) if reverse else range(hi, lo - 1, -1)
+    for j in idx:
+        f = eye + A[..., j - 1, :, :]
+        out = out @ (f.transpose(-1, -2) if transpose else f)
+    return out
+
+
+# --------------------------------------------------------------------- risk and gradient
+def end_to_end(A) -> torch.Tensor:
+    """The end-to-end map (I + A_l) ... (I + A_1) of eq. (2.1)."""
+    A = _weights("A", A)
+    return _chain(A, 1, A.shape[-3])
+
+
+def error_matrix(A, R) -> torch.Tensor:
+    """E = (I + A_l) ... (I + A_1) - R (Claim 2.3)."""
+    A = _weights("A", A)
+    return end_to_end(A) - _square("R", R, A.shape[-1])
+
+
+def excess_risk(A, R, Sigma) -> torch.Tensor:
+    """f(A) - C_opt = ||E Sigma^{1/2}||_F^2 = tr(E Sigma E^T) (Claim 2.3), computed directly."""
+    A = _weights("A", A)
+    E = error_matrix(A, R)
+    Sigma = _square("Sigma", Sigma, A.shape[-1])
+    return torch.einsum("...ij,...jk,...ik->...", E, Sigma, E)
+
+
+def population_risk(A, R, Sigma) -> torch.Tensor:
+    """f(A) = ||E Sigma^{1/2}||_F^2 + C = tr(E Sigma E^T) + d (Claim 2.3, eq. 2.4).
+
+    C = E||xi||^2 = d for xi ~ N(0, I_d); this is also C_opt, since A_1 = R - I, A_j = 0
+    (j > 1) makes E = 0.
+    """
+    return excess_risk(A, R, Sigma) + A.shape[-1]
+
+
+def sample_loss(A, R, x, xi) -> torch.Tensor:
+    """f(A, (x, y)) = ||(I + A_l)...(I + A_1) x - R x - xi||^2 per sample (eq. 2.2).
+
+    ``x`` and ``xi`` have shape (n, d); returns the n losses.
+    """
+    A = _weights("A", A)
+    d = A.shape[-1]
+    x, xi = tensor("x", x, ndim=2), tensor("xi", xi, ndim=2)
+    if x.shape[-1] != d or xi.shape != x.shape:
+        raise ValueError(f"x and xi must both have shape (n, {d}), got {tuple(x.shape)} "
+                         f"and {tuple(xi.shape)}")
+    E = error_matrix(A, R)
+    r = x @ E.transpose(-1, -2) - xi
+    return (r * r).sum(-1)
+
+
+def gradient_printed(A, R, Sigma) -> torch.Tensor:
+    """Eq. (2.5) exactly as printed, for every i at once: shape of A.
+
+    2 (I + A_l^T) ... (I + A_{i+1}^T) E Sigma (I + A_{i-1}^T) ... (I + A_1^T): the transposed
+    factors keep the order of the forward product (largest index leftmost).
+    """
+    A = _weights("A", A)
+    ell, d = A.shape[-3], A.shape[-1]
+    E, Sigma = error_matrix(A, R), _square("Sigma", Sigma, d)
+    out = [2 * _chain(A, i + 1, ell, transpose=True) @ E @ Sigma
+           @ _chain(A, 1, i - 1, transpose=True) for i in range(1, ell + 1)]
+    return torch.stack(out, dim=-3)
+
+
+def gradient(A, R, Sigma) -> torch.Tensor:
+    """The gradient of f: 2 P_{>i}^T E Sigma P_{<i}^T with P_{>i} = (I+A_l)...(I+A_{i+1}).
+
+    P_{>i}^T = (I + A_{i+1}^T) ... (I + A_l^T): the reverse of the order printed in eq. (2.5).
+    """
+    A = _weights("A", A)
+    ell, d = A.shape[-3], A.shape[-1]
+    E, Sigma = error_matrix(A, R), _square("Sigma", Sigma, d)
+    out = [2 * _chain(A, i + 1, ell).transpose(-1, -2) @ E @ Sigma
+           @ _chain(A, 1, i - 1).transpose(-1, -2) for i in range(1, ell + 1)]
+    return torch.stack(out, dim=-3)
+
+
+def gradient_autograd(A, R, Sigma) -> torch.Tensor:
+    """The gradient of :func:`population_risk` by reverse-mode automatic differentiation."""
+    A = _weights("A", A).detach().clone().requires_grad_(True)
+    population_risk(A, R, Sigma).sum().backward()
+    return A.grad.detach()
+
+
+def gradient_fd(A, R, Sigma, *, h: float = 1e-6) -> torch.Tensor:
+    """Central finite differences of :func:`population_risk`, entry by entry (unbatched A)."""
+    A = _weights("A", A)
+    h = positive_float("h", h)
+    if A.ndim != 3:
+        raise ValueError(f"A must be unbatched (l, d, d) for finite differences, got "
+                         f"{tuple(A.shape)}")
+    flat = A.reshape(-1)
+    steps = torch.eye(flat.numel(), dtype=A.dtype, device=A.device) * h
+    plus = population_risk((flat + steps).reshape(-1, *A.shape), R, Sigma)
+    minus = population_risk((flat - steps).reshape(-1, *A.shape), R, Sigma)
+    return ((plus - minus) / (2 * h)).reshape(A.shape)
+
+
+# ------------------------------------------------------------------ gradient lower bound
+def spectral_norm(A) -> torch.Tensor:
+    """||A|| = max_i ||A_i|| (largest spectral norm over the slices), per batch element."""
+    A = _weights("A", A)
+    return torch.linalg.matrix_norm(A, ord=2).amax(-1)
+
+
+def project_ball(A, tau: float) -> torch.Tensor:
+    """Nearest point of B_tau: clip the singular values of every slice at ``tau``."""
+    A = _weights("A", A)
+    tau = positive_float("tau", tau)
+    U, s, Vh = torch.linalg.svd(A)
+    return U @ torch.diag_embed(s.clamp(max=tau)) @ Vh
+
+
+def _sigma_min_max(Sigma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    ev = torch.linalg.eigvalsh(Sigma)
+    return ev[..., 0], ev[..., -1]
+
+
+def _tau(tau):
+    """tau in [0, 1): a number, or a tensor with one value per batch element."""
+    if isinstance(tau, torch.Tensor):
+        if not torch.is_floating_point(tau) or not ((tau >= 0) & (tau < 1)).all():
+            raise ValueError("tau must lie in [0, 1)")
+        return tau
+    return in_interval("tau", tau, 0.0, 1.0)
+
+
+def pl_bound_printed(ell: int, tau, Sigma) -> torch.Tensor:
+    """The constant of eq. (2.3) as printed: 4 l (1 - tau)^(l-1) sigma_min(Sigma)^2.
+
+    ``tau`` is a number in [0, 1) or a tensor of them (one per batch element).
+    """
+    ell = positive_int("ell", ell)
+    tau = _tau(tau)
+    Sigma = tensor("Sigma", Sigma, ndim=tuple(range(2, 6)))
+    smin, _ = _sigma_min_max(Sigma)
+    return 4 * ell * (1 - tau) ** (ell - 1) * smin**2
+
+
+def pl_bound_corrected(ell: int, tau, Sigma) -> torch.Tensor:
+    """The constant the proof supports: 4 l (1 - tau)^(2(l-1)) sigma_min(Sigma).
+
+    From ||df/dA_i||_F >= 2 (1-tau)^(l-1) ||E Sigma||_F and
+    ||E Sigma||_F >= sigma_min(Sigma)^{1/2} ||E Sigma^{1/2}||_F. ``tau`` as in
+    :func:`pl_bound_printed`.
+    """
+    ell = positive_int("ell", ell)
+    tau = _tau(tau)
+    Sigma = tensor("Sigma", Sigma, ndim=tuple(range(2, 6)))
+    smin, _ = _sigma_min_max(Sigma)
+    return 4 * ell * (1 - tau) ** (2 * (ell - 1)) * smin
+
+
+def pl_ratio(A, R, Sigma, tau, *, which: str = "printed") -> torch.Tensor:
+    """||grad f(A)||_F^2 / (constant * (f(A) - C_opt)); eq. (2.3) holds iff this is >= 1.
+
+    ``which`` is "printed" (eq. 2.3) or "corrected" (:func:`pl_bound_corrected`).
+    """
+    A = _weights("A", A)
+    if which not in ("printed", "corrected"):
+        raise ValueError(f"which must be 'printed' or 'corrected', got {which!r}")
+    const = (pl_bound_printed if which == "printed" else pl_bound_corrected)(
+        A.shape[-3], tau, Sigma)
+    g = gradient(A, R, Sigma)
+    excess = excess_risk(A, R, Sigma)
+    return (g * g).sum((-1, -2, -3)) / (const * excess)
+
+
+def minimize_pl_ratio(A, R, L, tau: float, *, which: str = "printed", steps: int = 300,
+                      lr: float = 0.02, identity_sigma: bool = False) -> tuple[torch.Tensor, ...]:
+    """Adversarial search: projected Adam on log(:func:`pl_ratio`) over (A, R, Sigma = L L^T).
+
+    A is kept in B_tau by :func:`project_ball` after every step. All arguments are batched
+    starting points; returns the final (A, R, Sigma, ratio), one per start. With
+    ``identity_sigma`` the covariance is held at Sigma = I (``L`` is ignored).
+    """
+    A = project_ball(A, tau).clone().requires_grad_(True)
+    d = A.shape[-1]
+    R = _square("R", R, d).clone().requires_grad_(True)
+    L = _square("L", L, d).clone().requires_grad_(True)
+    steps, lr = positive_int("steps", steps), positive_float("lr", lr)
+    opt = torch.optim.Adam([A, R, L], lr=lr)
+    eye = torch.eye(d, dtype=A.dtype, device=A.device)
+
+    def sigma():
+        if identity_sigma:
+            return eye.expand_as(L)
+        return L @ L.transpose(-1, -2) + 1e-3 * eye
+
+    for _ in range(steps):
+        opt.zero_grad()
+        torch.log(pl_ratio(A, R, sigma(), tau, which=which)).sum().backward()
+        opt.step()
+        with torch.no_grad():
+            A.copy_(project_ball(A, tau))
+    with torch.no_grad():
+        S = sigma()
+        return A.detach(), R.detach(), S, pl_ratio(A, R, S, tau, which=which)
+
+
+# ---------------------------------------------------------------------- gradient descent
+def end_to_end_standard(W) -> torch.Tensor:
+    """The standard parameterization W_l ... W_1 (weights (..., l, d, d))."""
+    W = _weights("W", W)
+    out = W[..., 0, :, :]
+    for j in range(1, W.shape[-3]):
+        out = W[..., j, :, :] @ out
+    return out
+
+
+def excess_risk_standard(W, R, Sigma) -> torch.Tensor:
+    """tr((W_l...W_1 - R) Sigma (W_l...W_1 - R)^T): Claim 2.3 without the identity."""
+    W = _weights("W", W)
+    E = end_to_end_standard(W) - _square("R", R, W.shape[-1])
+    return torch.einsum("...ij,...jk,...ik->...", E, _square("Sigma", Sigma, W.shape[-1]), E)
+
+
+def gradient_descent(A0, R, Sigma, *, lr: float, steps: int,
+                     residual: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Full-batch gradient descent on the population risk from ``A0`` (batched).
+
+    ``residual`` selects (I + A_l)...(I + A_1) (eq. 1.1) or W_l...W_1. Returns the excess
+    risks f - C_opt, shape (steps + 1, batch...), and the final weights.
+    """
+    A = _weights("A0", A0).detach().clone().requires_grad_(True)
+    lr, steps = positive_float("lr", lr), positive_int("steps", steps)
+    risk = excess_risk if residual else excess_risk_standard
+    history = []
+    for _ in range(steps):
+        f = risk(A, R, Sigma)
+        history.append(f.detach())
+        (g,) = torch.autograd.grad(f.sum(), A)
+        with torch.no_grad():
+            A -= lr * g
+    with torch.no_grad():
+        history.append(risk(A, R, Sigma))
+    return torch.stack(history), A.detach()
+
+
+def projected_gradient_descent(A0, R, Sigma, tau: float, *, lr: float,
+                               steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gradient descent on f restricted to B_tau: a step, then :func:`project_ball`.
+
+    Returns the final excess risks f - C_opt (batch...) and the final weights.
+    """
+    A = project_ball(A0, tau)
+    lr, steps = positive_float("lr", lr), positive_int("steps", steps)
+    for _ in range(steps):
+        A = project_ball(A - lr * gradient(A, R, Sigma), tau)
+    return excess_risk(A, R, Sigma), A
+
+
+# ------------------------------------------------------------------------- Theorem 2.1
+def gamma(R: np.ndarray) -> float:
+    """gamma = max(|log sigma_max(R)|, |log sigma_min(R)|) (Section 2, before Theorem 2.1)."""
+    R = np.asarray(R, dtype=float)
+    if R.ndim != 2 or R.shape[0] != R.shape[1]:
+        raise ValueError(f"R must be a square matrix, got shape {R.shape}")
+    s = np.linalg.svd(R, compute_uv=False)
+    if s[-1] <= 0:
+        raise ValueError("R must be invertible (sigma_min(R) > 0) for gamma to be finite")
+    return float(max(abs(math.log(s[0])), abs(math.log(s[-1]))))
+
+
+def theorem21_bound(gam: float, ell: int) -> float:
+    """The bound of Theorem 2.1: 2 (sqrt(pi) + sqrt(3 gamma))^2 / l."""
+    if isinstance(gam, bool) or not isinstance(gam, (int, float)) or gam < 0:
+        raise ValueError(f"gam must be a real number >= 0, got {gam!r}")
+    ell = positive_int("ell", ell)
+    return 2 * (math.sqrt(math.pi) + math.sqrt(3 * gam)) ** 2 / ell
+
+
+def _rotation_blocks(Q: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, float]]]:
+    """Real Schur form of an orthogonal Q with det +1: S and its planar rotations (a, b, theta).
+
+    Q = S D S^T (Claim C.1) with 2x2 rotation blocks T(theta) and 1x1 blocks +-1; the -1
+    blocks come in pairs (det Q = +1) and are joined into T(pi). Coordinates not listed are
+    fixed (+1 blocks).
+    """
+    Q = np.asarray(Q, dtype=float)
+    d = Q.shape[0]
+    if Q.ndim != 2 or Q.shape[1] != d or not np.allclose(Q.T @ Q, np.eye(d), atol=1e-10):
+        raise ValueError("Q must be a square orthogonal matrix")
+    if np.linalg.det(Q) < 0:
+        raise ValueError("Q must have det +1: a reflection has no real root near I")
+    D, S = sla.schur(Q, output="real")
+    blocks, minus, i = [], [], 0
+    while i < d:
+        if i + 1 < d and abs(D[i + 1, i]) > 1e-12:          # a 2x2 rotation block
+            blocks.append((i, i + 1, math.atan2(D[i + 1, i] - D[i, i + 1],
+                                                D[i, i] + D[i + 1, i + 1])))
+            i += 2
+        else:
+            if D[i, i] < 0:
+                minus.append(i)
+            i += 1
+    blocks += [(a, b, math.pi) for a, b in zip(minus[::2], minus[1::2], strict=True)]
+    return S, blocks
+
+
+def _root_from_blocks(S: np.ndarray, blocks, q: int) -> np.ndarray:
+    W = np.eye(S.shape[0])
+    for a, b, theta in blocks:
+        c, s = math.cos(theta / q), math.sin(theta / q)
+        W[a, a], W[a, b], W[b, a], W[b, b] = c, -s, s, c
+    return S @ W @ S.T
+
+
+def orthogonal_root(Q: np.ndarray, q: int) -> np.ndarray:
+    """A real q-th root S W S^T of an orthogonal Q with det Q = +1 (proof of Theorem 2.1).
+
+    With the real Schur form Q = S diag(T(theta_i), 1, ...) S^T, W = diag(T(theta_i / q), 1,
+    ...) and (S W S^T)^q = Q; ||S W S^T - I|| = max_i 2 |sin(theta_i / (2q))|.
+    """
+    q = positive_int("q", q)
+    S, blocks = _rotation_blocks(Q)
+    return _root_from_blocks(S, blocks, q)
+
+
+def small_norm_optimum(R: np.ndarray, ell: int, *, method: str = "svd") -> np.ndarray:
+    """A global optimum A* of f with small ||A*|| (Theorem 2.1, proof in Appendix A.1).
+
+    ``method="svd"`` follows Appendix A.1: R = U K V^T (SVD with det U = det V = +1, possible
+    iff det R > 0); V^T and U are each written as q factors (I + B) with I + B the q-th
+    orthogonal root, K as p factors diag(k_i^{1/p}), with 2q + p = l.
+    ``method="polar"`` uses the polar decomposition R = Q P (Q = U V^T, P = V K V^T): q factors
+    of Q^{1/q} and p factors of P^{1/p}, with q + p = l.
+    The integers p, q >= 1 minimise the largest factor norm. Returns A* of shape (l, d, d),
+    A*_1 acting first.
+    """
+    R = np.asarray(R, dtype=float)
+    ell = positive_int("ell", ell)
+    if method not in ("svd", "polar"):
+        raise ValueError(f"method must be 'svd' or 'polar', got {method!r}")
+    gamma(R)
+    if np.linalg.det(R) <= 0:
+        raise ValueError("R must have det R > 0: products of (I + A_i) with ||A_i|| < 1 have "
+                         "positive determinant")
+    n_rot = 2 if method == "svd" else 1
+    if ell < n_rot + 1:
+        raise ValueError(f"ell must be >= {n_rot + 1} for method {method!r}, got {ell}")
+    U, k, Vt = np.linalg.svd(R)
+    if np.linalg.det(U) < 0:                       # flip one singular pair: det U = det V = +1
+        U[:, -1] *= -1
+        Vt[-1, :] *= -1
+    rotations = [_rotation_blocks(Vt), _rotation_blocks(U)] if method == "svd" \
+        else [_rotation_blocks(U @ Vt)]
+    theta = max((abs(t) for _, blocks in rotations for *_, t in blocks), default=0.0)
+
+    def worst(q: int) -> float:                    # the largest factor norm for this split
+        p = ell - n_rot * q
+        return max(2 * abs(math.sin(theta / (2 * q))), float(np.max(np.abs(k ** (1 / p) - 1))))
+
+    q = min(range(1, (ell - 1) // n_rot + 1), key=worst)
+    p = ell - n_rot * q
+    roots = [_root_from_blocks(S, blocks, q) for S, blocks in rotations]
+    if method == "svd":
+        factors = [roots[0]] * q + [np.diag(k ** (1 / p))] * p + [roots[1]] * q
+    else:
+        factors = [Vt.T @ np.diag(k ** (1 / p)) @ Vt] * p + [roots[0]] * q
+    d = R.shape[0]
+    return np.stack([M - np.eye(d) for M in factors])
+
+
+# ----------------------------------------------------------------------------- symbolic
+def symbolic_weights(d: int, ell: int) -> tuple[list[sp.Matrix], sp.Matrix, sp.Matrix]:
+    """Symbolic A_1..A_l, R and symmetric Sigma with entries a{i}_{rc}, r_{rc}, s_{rc}."""
+    d, ell = positive_int("d", d), positive_int("ell", ell)
+    A = [sp.Matrix(d, d, lambda r, c, i=i: sp.Symbol(f"a{i}_{r}{c}", real=True))
+         for i in range(1, ell + 1)]
+    R = sp.Matrix(d, d, lambda r, c: sp.Symbol(f"r_{r}{c}", real=True))
+    S = sp.Matrix(d, d, lambda r, c: sp.Symbol(f"s_{min(r, c)}{max(r, c)}", real=True))
+    return A, R, S
+
+
+def symbolic_product(A: list[sp.Matrix]) -> sp.Matrix:
+    """(I + A_l) ... (I + A_1) for a list of SymPy matrices."""
+    eye = sp.eye(A[0].shape[0])
+    out = eye
+    for a in A:
+        out = (eye + a) * out
+    return out
+
+
+def symbolic_risk(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix) -> sp.Expr:
+    """E||(I + A_l)...(I + A_1) x - R x - xi||^2 by moment substitution (proof of Claim 2.3).
+
+    The loss is expanded as a polynomial in symbolic x and xi; each monomial of degree 2 is
+    replaced by its moment: x_a x_b -> Sigma_ab, xi_a xi_b -> delta_ab, x_a xi_b -> 0
+    (xi independent of x with mean zero).
+    """
+    d = R.shape[0]
+    x = sp.symbols(f"x0:{d}", real=True)
+    xi = sp.symbols(f"xi0:{d}", real=True)
+    resid = (symbolic_product(A) - R) * sp.Matrix(x) - sp.Matrix(xi)
+    loss = sp.expand((resid.T * resid)[0, 0])
+    poly = sp.Poly(loss, *x, *xi)
+    moments = {}
+    for a in range(d):
+        for b in range(d):
+            moments[(x[a], x[b])] = Sigma[a, b]
+            moments[(xi[a], xi[b])] = sp.Integer(1 if a == b else 0)
+            moments[(x[a], xi[b])] = sp.Integer(0)
+            moments[(xi[b], x[a])] = sp.Integer(0)
+    gens = list(x) + list(xi)
+    total = sp.Integer(0)
+    for powers, coeff in poly.terms():
+        if sum(powers) != 2:
+            raise ValueError("the loss must be a quadratic form in (x, xi)")
+        vars_ = [g for g, k in zip(gens, powers, strict=True) for _ in range(k)]
+        total += coeff * moments[(vars_[0], vars_[1])]
+    return sp.expand(total)
+
+
+def symbolic_gradient_printed(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix,
+                              i: int) -> sp.Matrix:
+    """Eq. (2.5) as printed for slice i (1-based), with SymPy matrices."""
+    ell = len(A)
+    if not (isinstance(i, int) and 1 <= i <= ell):
+        raise ValueError(f"i must be an int in [1, {ell}], got {i!r}")
+    eye = sp.eye(R.shape[0])
+    E = symbolic_product(A) - R
+    left = eye
+    for j in range(ell, i, -1):                    # (I + A_l^T) ... (I + A_{i+1}^T)
+        left = left * (eye + A[j - 1].T)
+    right = eye
+    for j in range(i - 1, 0, -1):                  # (I + A_{i-1}^T) ... (I + A_1^T)
+        right = right * (eye + A[j - 1].T)
+    return 2 * left * E * Sigma * right
+
+
+def symbolic_gradient(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix, i: int) -> sp.Matrix:
+    """The chain-rule gradient 2 P_{>i}^T E Sigma P_{<i}^T for slice i (1-based), SymPy."""
+    ell = len(A)
+    if not (isinstance(i, int) and 1 <= i <= ell):
+        raise ValueError(f"i must be an int in [1, {ell}], got {i!r}")
+    E = symbolic_product(A) - R
+    eye = sp.eye(R.shape[0])
+    above = symbolic_product(A[i:]) if i < ell else eye
+    below = symbolic_product(A[:i - 1]) if i > 1 else eye
+    return 2 * above.T * E * Sigma * below.T
+
+
+__all__ = [
+    "end_to_end", "error_matrix", "population_risk", "sample_loss", "gradient_printed",
+    "gradient", "gradient_autograd", "gradient_fd", "spectral_norm", "project_ball",
+    "pl_bound_printed", "pl_bound_corrected", "pl_ratio", "minimize_pl_ratio",
+    "projected_gradient_descent", "end_to_end_standard", "excess_risk_standard", "excess_risk",
+    "gradient_descent", "gamma",
+    "theorem21_bound", "orthogonal_root", "small_norm_optimum", "symbolic_weights",
+    "symbolic_product", "symbolic_risk", "symbolic_gradient_printed", "symbolic_gradient",
+]

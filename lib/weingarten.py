@@ -1,0 +1,258 @@
+"""Orthogonal Weingarten calculus from first principles (Collins & Śniady 2006).
+
+For a Haar-distributed ``W`` in O(d) and index sequences ``i = (i_1..i_2k)``,
+``j = (j_1..j_2k)``,
+
+    E[W_{i_1 j_1} ... W_{i_2k j_2k}] = sum_{p, q in M_2k} Delta_p(i) Delta_q(j) Wg(p, q; d),
+
+(Meterez et al. 2024, Appendix B, eq. 36), where ``M_2k`` is the set of the (2k-1)!! pair
+partitions of {0, ..., 2k-1}, ``Delta_p(i) = 1`` when ``i`` is constant on every pair of ``p``
+(else 0), and ``Wg = G^{-1}`` is the inverse of the Gram matrix ``G[p, q] = d^{loops(p, q)}``;
+``loops(p, q)`` is the number of connected components (loops) of the graph whose edges are
+the pairs of ``p`` and of ``q``. ``Wg(p, q)`` depends only on the *coset type* of (p, q): the
+partition of k given by the half-lengths of the loops (the paper writes ``Wg^O([1, 1])`` and
+``Wg^O([2])`` for k = 2).
+
+Everything is exact and symbolic in ``d`` (SymPy rational functions). The inverse is computed
+by solving the Gram system reduced to coset types (one unknown per partition of k), which is
+exact and fast for k <= 5; :func:`weingarten_matrix` expands it to the full matrix so that
+``G Wg = I`` can be checked. The Gram matrix is invertible for every integer d >= k; integer
+``d < k`` is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+
+import sympy as sp
+import torch
+
+from . import _validate as v
+
+#: The dimension symbol used internally (results are substituted into the caller's ``d``).
+D = sp.Symbol("d", positive=True)
+
+PairPartition = tuple[tuple[int, int], ...]
+_MAX_K = 6
+
+
+def _k(k) -> int:
+    k = v.positive_int("k", k)
+    if k > _MAX_K:
+        raise ValueError(f"k must be <= {_MAX_K} (there are (2k-1)!! pair partitions), got {k}")
+    return k
+
+
+@cache
+def _pairings(points: tuple[int, ...]) -> tuple[PairPartition, ...]:
+    if not points:
+        return ((),)
+    first, rest = points[0], points[1:]
+    out = []
+    for idx, partner in enumerate(rest):
+        remaining = rest[:idx] + rest[idx + 1:]
+        for tail in _pairings(remaining):
+            out.append(((first, partner),) + tail)
+    return tuple(out)
+
+
+def pair_partitions(k: int) -> list[PairPartition]:
+    """All (2k-1)!! pair partitions of {0, ..., 2k-1}, each a sorted tuple of sorted pairs."""
+    return list(_pairings(tuple(range(2 * _k(k)))))
+
+
+def _pairing(name: str, p) -> PairPartition:
+    try:
+        pairs = tuple(tuple(sorted((int(a), int(b)))) for a, b in p)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a sequence of pairs of ints, got {p!r}") from None
+    points = sorted(x for pair in pairs for x in pair)
+    if not pairs or points != list(range(2 * len(pairs))):
+        raise ValueError(f"{name} must be a pair partition of {{0, ..., 2k-1}}, got {p!r}")
+    return tuple(sorted(pairs))  # type: ignore[return-value]
+
+
+def loop_lengths(p: PairPartition, q: PairPartition) -> tuple[int, ...]:
+    """Numbers of points in each loop of the graph p ∪ q (each even), largest first."""
+    p, q = _pairing("p", p), _pairing("q", q)
+    if len(p) != len(q):
+        raise ValueError(f"p and q must partition the same set, got sizes {2 * len(p)} and "
+                         f"{2 * len(q)}")
+    mate_p = {a: b for a, b in p} | {b: a for a, b in p}
+    mate_q = {a: b for a, b in q} | {b: a for a, b in q}
+    seen: set[int] = set()
+    sizes = []
+    for start in range(2 * len(p)):
+        if start in seen:
+            continue
+        size, x, use_p = 0, start, True
+        while True:  # alternate p-edges and q-edges around the loop
+            seen.add(x)
+            size += 1
+            x = mate_p[x] if use_p else mate_q[x]
+            use_p = not use_p
+            if x == start and use_p:
+                break
+        sizes.append(size)
+    return tuple(sorted(sizes, reverse=True))
+
+
+def loops(p: PairPartition, q: PairPartition) -> int:
+    """Number of loops of p ∪ q: the exponent of d in the Gram matrix entry G[p, q]."""
+    return len(loop_lengths(p, q))
+
+
+def coset_type(p: PairPartition, q: PairPartition) -> tuple[int, ...]:
+    """Coset type of (p, q): the partition of k formed by the half-lengths of the loops."""
+    return tuple(n // 2 for n in loop_lengths(p, q))
+
+
+def _dimension(d) -> sp.Expr:
+    if isinstance(d, bool):
+        raise TypeError("d must be a positive int or a SymPy expression, got bool")
+    if isinstance(d, int):
+        return sp.Integer(v.positive_int("d", d))
+    if isinstance(d, sp.Expr):
+        return d
+    raise TypeError(f"d must be a positive int or a SymPy expression, got {type(d).__name__}")
+
+
+def _check_invertible(k: int, d: sp.Expr) -> None:
+    if d.is_number and d < k:
+        raise ValueError(f"d must be >= k = {k} for the Gram matrix to be invertible, got {d}")
+
+
+def gram_matrix(k: int, d=D) -> sp.Matrix:
+    """The Gram matrix G[p, q] = d^{loops(p, q)} over :func:`pair_partitions` (k)."""
+    k, d = _k(k), _dimension(d)
+    ps = pair_partitions(k)
+    return sp.Matrix(len(ps), len(ps), lambda a, b: d ** loops(ps[a], ps[b]))
+
+
+@cache
+def _wg_by_type(k: int) -> dict[tuple[int, ...], sp.Expr]:
+    """Solve G w = e_{identity} row by row, reduced to one unknown per coset type."""
+    ps = pair_partitions(k)
+    base = ps[0]  # {0,1}{2,3}...: the identity pairing
+    by_type: dict[tuple[int, ...], list[PairPartition]] = {}
+    for q in ps:
+        by_type.setdefault(coset_type(base, q), []).append(q)
+    types = sorted(by_type, reverse=True)
+    xs = sp.symbols(f"x0:{len(types)}")
+    rows = []
+    for nu in types:
+        rep = by_type[nu][0]
+        lhs = sum(sum(D ** loops(rep, q) for q in by_type[mu]) * xs[m]
+                  for m, mu in enumerate(types))
+        rhs = 1 if rep == base else 0
+        rows.append(sp.Eq(lhs, rhs))
+    sol = sp.solve(rows, xs, dict=True)[0]
+    return {mu: sp.factor(sp.cancel(sol[xs[m]])) for m, mu in enumerate(types)}
+
+
+def weingarten_coset(mu: Sequence[int], d=D) -> sp.Expr:
+    """Wg^O(mu; d) for a coset type ``mu`` (a partition of k), e.g. (1, 1) or (2,)."""
+    if (not isinstance(mu, Sequence) or isinstance(mu, str) or not mu
+            or not all(isinstance(m, int) and not isinstance(m, bool) and m > 0 for m in mu)):
+        raise ValueError(f"mu must be a non-empty partition (positive ints), got {mu!r}")
+    k = _k(sum(mu))
+    d = _dimension(d)
+    _check_invertible(k, d)
+    table = _wg_by_type(k)
+    return sp.factor(table[tuple(sorted(mu, reverse=True))].subs(D, d))
+
+
+def weingarten_o(sigma: PairPartition, tau: PairPartition, d=D) -> sp.Expr:
+    """The orthogonal Weingarten function Wg(sigma, tau; d) = (G^{-1})[sigma, tau]."""
+    return weingarten_coset(coset_type(sigma, tau), d)
+
+
+def weingarten_matrix(k: int, d=D) -> sp.Matrix:
+    """The full matrix Wg = G^{-1} over :func:`pair_partitions` (k)."""
+    k, d = _k(k), _dimension(d)
+    _check_invertible(k, d)
+    ps = pair_partitions(k)
+    table = {mu: w.subs(D, d) for mu, w in _wg_by_type(k).items()}
+    return sp.Matrix(len(ps), len(ps), lambda a, b: table[coset_type(ps[a], ps[b])])
+
+
+def delta(p: PairPartition, indices: Sequence) -> int:
+    """Delta_p(indices): 1 if ``indices`` agree on every pair of ``p``, else 0."""
+    p = _pairing("p", p)
+    if len(indices) != 2 * len(p):
+        raise ValueError(f"indices must have length {2 * len(p)}, got {len(indices)}")
+    return int(all(indices[a] == indices[b] for a, b in p))
+
+
+def haar_moment(indices_i: Sequence, indices_j: Sequence, d=D) -> sp.Expr:
+    """E[prod_s W_{i_s j_s}] for W Haar on O(d), exactly (eq. 36); symbolic in ``d``.
+
+    Indices are labels: equal labels mean equal indices, distinct labels distinct ones (for
+    symbolic d any hashable labels; for an integer d, ints in [0, d)). Odd degree gives 0.
+    """
+    for name, seq in (("indices_i", indices_i), ("indices_j", indices_j)):
+        if not isinstance(seq, Sequence) or isinstance(seq, str) or len(seq) == 0:
+            raise ValueError(f"{name} must be a non-empty sequence of indices, got {seq!r}")
+    if len(indices_i) != len(indices_j):
+        raise ValueError(f"indices_i and indices_j must have equal lengths, got "
+                         f"{len(indices_i)} and {len(indices_j)}")
+    d = _dimension(d)
+    if d.is_number:
+        for name, seq in (("indices_i", indices_i), ("indices_j", indices_j)):
+            if not all(isinstance(t, int) and 0 <= t < d for t in seq):
+                raise ValueError(f"{name} must be ints in [0, d) = [0, {d}), got {seq!r}")
+    if len(indices_i) % 2:
+        return sp.Integer(0)
+    k = _k(len(indices_i) // 2)
+    _check_invertible(k, d)
+    ps = pair_partitions(k)
+    left = [p for p in ps if delta(p, indices_i)]
+    right = [q for q in ps if delta(q, indices_j)]
+    table = _wg_by_type(k)
+    total = sum((table[coset_type(p, q)] for p in left for q in right), sp.Integer(0))
+    return sp.factor(sp.cancel(total.subs(D, d)))
+
+
+def monomial_samples(w: torch.Tensor, indices_i: Sequence[int],
+                     indices_j: Sequence[int]) -> torch.Tensor:
+    """prod_s W_{i_s j_s} for each matrix of a stack ``w`` (n, d, d): Monte Carlo samples."""
+    w = v.tensor("w", w, ndim=3)
+    if len(indices_i) != len(indices_j) or len(indices_i) == 0:
+        raise ValueError("indices_i and indices_j must be non-empty and of equal lengths")
+    for name, seq, size in (("indices_i", indices_i, w.shape[1]),
+                            ("indices_j", indices_j, w.shape[2])):
+        if not all(isinstance(t, int) and 0 <= t < size for t in seq):
+            raise ValueError(f"{name} must be ints in [0, {size}), got {list(seq)!r}")
+    return w[:, list(indices_i), list(indices_j)].prod(dim=-1)
+
+
+def haar_monomial_samples(monomials: Sequence[tuple[Sequence[int], Sequence[int]]], d: int,
+                          n_samples: int, *, gen: torch.Generator,
+                          chunk: int = 20_000) -> torch.Tensor:
+    """Monte Carlo samples of several monomials of one Haar matrix W in O(d).
+
+    ``monomials`` is a list of (indices_i, indices_j); returns (len(monomials), n_samples):
+    column s holds the monomials of the s-th matrix (drawn with
+    :func:`eit.initializers.haar_orthogonal`, ``chunk`` matrices at a time to bound memory).
+    """
+    d = v.positive_int("d", d)
+    n_samples = v.positive_int("n_samples", n_samples)
+    chunk = v.positive_int("chunk", chunk)
+    if not monomials:
+        raise ValueError("monomials must be a non-empty list of (indices_i, indices_j)")
+    from .initializers import haar_orthogonal
+
+    parts = []
+    done = 0
+    while done < n_samples:
+        m = min(chunk, n_samples - done)
+        w = haar_orthogonal(m, d, d, gen=gen)
+        parts.append(torch.stack([monomial_samples(w, ii, jj) for ii, jj in monomials]))
+        done += m
+    return torch.cat(parts, dim=1)
+
+
+__all__ = ["D", "PairPartition", "pair_partitions", "loop_lengths", "loops", "coset_type",
+           "gram_matrix", "weingarten_coset", "weingarten_o", "weingarten_matrix", "delta",
+           "haar_moment", "monomial_samples", "haar_monomial_samples"]

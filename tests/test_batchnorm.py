@@ -1,0 +1,202 @@
+"""Tests for eit.batchnorm: BN of eq. (4), the isometry gap (eq. 5), BN MLPs in depth."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eit import device
+from eit.batchnorm import (
+    bn,
+    bn_centered,
+    bn_standard,
+    first_layer_grad_lognorm,
+    gram_eigenvalues,
+    isometry,
+    isometry_gap,
+    isometry_gaps_in_depth,
+    row_norm_factor,
+    shaped_first_layer_grad_lognorm,
+    shaped_leaky_relu,
+    shaped_weight_grad_lognorms,
+    spectral_inputs,
+)
+from eit.initializers import haar_orthogonal
+
+
+def _matrix(seed: int, d: int, n: int | None = None) -> torch.Tensor:
+    return device.randn(d, n or d, gen=device.generator(seed))
+
+
+SEEDS = st.integers(0, 10_000)
+DIMS = st.integers(2, 7)
+
+
+@settings(max_examples=40, deadline=None)
+@given(SEEDS, DIMS)
+def test_isometry_gap_is_non_negative(seed, d):
+    assert isometry_gap(_matrix(seed, d)).item() >= 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(SEEDS, DIMS, st.floats(1e-3, 1e3))
+def test_isometry_gap_is_zero_for_orthogonal_rows_with_any_scale(seed, d, c):
+    q = haar_orthogonal(1, d, d, gen=device.generator(seed))[0]
+    assert isometry_gap(c * q).item() < 1e-10
+
+
+@settings(max_examples=40, deadline=None)
+@given(SEEDS, DIMS, st.floats(1e-3, 1e3))
+def test_isometry_gap_is_scale_invariant(seed, d, c):
+    x = _matrix(seed, d)
+    assert isometry_gap(c * x).item() == pytest.approx(isometry_gap(x).item(), rel=1e-9,
+                                                       abs=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(SEEDS, DIMS)
+def test_isometry_gap_is_invariant_under_rotations(seed, d):
+    x = _matrix(seed, d)
+    w = haar_orthogonal(2, d, d, gen=device.generator(seed + 1))
+    assert isometry_gap(w[0] @ x).item() == pytest.approx(isometry_gap(x).item(), rel=1e-8,
+                                                          abs=1e-10)
+    assert isometry_gap(x @ w[1]).item() == pytest.approx(isometry_gap(x).item(), rel=1e-8,
+                                                          abs=1e-10)
+
+
+@settings(max_examples=30, deadline=None)
+@given(SEEDS, DIMS)
+def test_isometry_gap_is_infinite_for_repeated_samples(seed, d):
+    x = _matrix(seed, d)
+    x[:, -1] = 2.0 * x[:, 0]
+    assert math.isinf(isometry_gap(x).item()) and isometry(x).item() == 0.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(SEEDS, DIMS)
+def test_bn_isometry_inequality_lemma_b1(seed, d):
+    x = _matrix(seed, d)
+    lhs = isometry(bn(x)).item()
+    rhs = (row_norm_factor(x) * isometry(x)).item()
+    assert lhs >= rhs * (1 - 1e-10)
+
+
+def test_bn_rows_have_unit_norm_and_trace_d():
+    x = bn(_matrix(3, 5))
+    assert torch.allclose(x.norm(dim=-1), torch.ones(5, dtype=torch.float64))
+    assert gram_eigenvalues(x).sum().item() == pytest.approx(5.0)
+    c = bn_centered(_matrix(4, 5))
+    assert torch.allclose(c.mean(dim=-1), torch.zeros(5, dtype=torch.float64), atol=1e-12)
+
+
+def test_isometry_gap_matches_definition():
+    x = _matrix(5, 4)
+    g = x.T @ x
+    expected = math.log(torch.trace(g).item() / 4) - torch.logdet(g).item() / 4
+    assert isometry_gap(x).item() == pytest.approx(expected, rel=1e-10)
+
+
+def test_isometry_gaps_in_depth_are_non_increasing_for_orthogonal_weights():
+    gaps = isometry_gaps_in_depth(_matrix(6, 4), 30, n_nets=8, gen=device.generator(7))
+    assert gaps.shape == (8, 31)
+    assert (gaps[:, 1:] <= gaps[:, :-1] + 1e-12).all()
+
+
+def test_first_layer_grad_lognorm_matches_autograd():
+    x0 = _matrix(8, 4)
+    got = first_layer_grad_lognorm(x0, [3], n_nets=2, gen=device.generator(9))
+    gen = device.generator(9)
+    ws = [haar_orthogonal(2, 4, 4, gen=gen) for _ in range(3)]
+    r = device.randn(2, 4, 4, gen=gen)
+    r = r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
+    w0 = ws[0].clone().requires_grad_(True)
+    x = bn(w0 @ x0)
+    for w in ws[1:]:
+        x = bn(w @ x)
+    (g,) = torch.autograd.grad((r * x).sum(), w0)
+    assert torch.allclose(got[:, 0], torch.log(g.flatten(1).norm(dim=1)), rtol=1e-10)
+
+
+def test_shaped_activation_is_identity_at_slope_one():
+    h = _matrix(10, 3)
+    assert torch.equal(shaped_leaky_relu(1.0)(h), h)
+
+
+def test_bad_arguments_name_the_argument():
+    with pytest.raises(ValueError, match="x"):
+        bn(torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="zero row"):
+        bn(torch.zeros(2, 2, dtype=torch.float64))
+    with pytest.raises(TypeError, match="x"):
+        isometry_gap([[1.0]])
+    with pytest.raises(ValueError, match="depth"):
+        isometry_gaps_in_depth(_matrix(0, 3), 0, n_nets=1, gen=device.generator(0))
+    with pytest.raises(ValueError, match="weights"):
+        isometry_gaps_in_depth(_matrix(0, 3), 1, n_nets=1, gen=device.generator(0),
+                               weights="uniform")
+    with pytest.raises(ValueError, match="x0"):
+        isometry_gaps_in_depth(torch.zeros(2, 3, 3, dtype=torch.float64) + 1, 1, n_nets=3,
+                               gen=device.generator(0))
+    with pytest.raises(ValueError, match="depths"):
+        first_layer_grad_lognorm(_matrix(0, 3), [], n_nets=1, gen=device.generator(0))
+    with pytest.raises(ValueError, match="slope"):
+        shaped_leaky_relu(1.5)
+
+
+def test_spectral_inputs_have_the_prescribed_singular_values():
+    x = spectral_inputs(5, 4, gen=device.generator(11), spread=2.0)
+    assert x.shape == (5, 4, 4)
+    s = torch.linalg.svdvals(x)
+    assert (s.log().abs() <= 2.0 + 1e-9).all()
+    q = spectral_inputs(3, 4, gen=device.generator(12), spread=0.0)
+    assert (isometry_gap(q) < 1e-10).all()
+    with pytest.raises(ValueError, match="spread"):
+        spectral_inputs(1, 2, gen=device.generator(0), spread=-1.0)
+    with pytest.raises(ValueError, match="n_mats"):
+        spectral_inputs(0, 2, gen=device.generator(0), spread=1.0)
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_manual_backward_matches_autograd_path(centered):
+    """The closed-form BN vector-Jacobian product equals autograd (identity activation)."""
+    x0 = _matrix(13, 5)
+    fast = first_layer_grad_lognorm(x0, [1, 4], n_nets=3, gen=device.generator(14),
+                                    centered=centered)
+    slow = first_layer_grad_lognorm(x0, [1, 4], n_nets=3, gen=device.generator(14),
+                                    centered=centered, activation=lambda h: h)
+    assert torch.allclose(fast, slow, rtol=1e-10, atol=1e-12)
+
+
+def test_bn_standard_has_unit_variance_rows():
+    y = bn_standard(_matrix(15, 4, 6))
+    assert torch.allclose(y.mean(dim=-1), torch.zeros(4, dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(y.var(dim=-1, unbiased=False), torch.ones(4, dtype=torch.float64))
+
+
+def test_shaped_network_with_identity_matches_centered_linear_network():
+    """sigma = id: X_{l+1} = alpha sqrt(n) BN_centered(W X_l): only the read-out scale differs."""
+    x0 = _matrix(16, 4, 4)
+    shaped = shaped_first_layer_grad_lognorm(x0, [1, 5], n_nets=2, gen=device.generator(17),
+                                             activation=lambda h: h, gains=0.3)
+    linear = first_layer_grad_lognorm(x0, [1, 5], n_nets=2, gen=device.generator(17),
+                                      centered=True)
+    assert torch.allclose(shaped, linear + math.log(0.3 * math.sqrt(4)), rtol=1e-9)
+    per_layer = shaped_weight_grad_lognorms(x0, 5, n_nets=2, gen=device.generator(17),
+                                            activation=lambda h: h, gains=[0.3] * 5)
+    assert torch.allclose(per_layer[:, 0], shaped[:, 1], rtol=1e-9)
+
+
+def test_shaped_bad_arguments_name_the_argument():
+    with pytest.raises(ValueError, match="gains"):
+        shaped_weight_grad_lognorms(_matrix(0, 3), 4, n_nets=1, gen=device.generator(0),
+                                    activation=torch.tanh, gains=[1.0, 1.0])
+    with pytest.raises(ValueError, match="gains"):
+        shaped_first_layer_grad_lognorm(_matrix(0, 3), [2], n_nets=1, gen=device.generator(0),
+                                        activation=torch.tanh, gains=-1.0)
+    with pytest.raises(TypeError, match="activation"):
+        shaped_weight_grad_lognorms(_matrix(0, 3), 2, n_nets=1, gen=device.generator(0),
+                                    activation=None, gains=1.0)

@@ -1,0 +1,226 @@
+"""Tests for eit.wn_init: weight-normalized layers, MLPs and ResNets (Arpit, Campos & Bengio)."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eit import wn_init as W
+from eit.device import generator
+from eit.initializers import haar_orthogonal as qr_haar
+from eit.propagation import relu_mlp
+
+
+def test_proposed_gain_values():
+    assert W.proposed_gain(100, 50) == pytest.approx(2.0)
+    assert W.proposed_gain(10, 10, gamma=1.0) == 1.0
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(fan_in=0, fan_out=3), "fan_in"),
+                                          (dict(fan_in=3, fan_out=-1), "fan_out"),
+                                          (dict(fan_in=3, fan_out=3, gamma=0.0), "gamma")])
+def test_proposed_gain_bad_arguments(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        W.proposed_gain(**kwargs)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 12), st.integers(0, 1000))
+def test_haar_cholesky_matches_qr(fan_out, fan_in, seed):
+    a = W.haar_orthogonal(3, fan_out, fan_in, gen=generator(seed))
+    b = qr_haar(3, fan_out, fan_in, gen=generator(seed))
+    assert torch.allclose(a, b, atol=1e-10)
+
+
+def test_haar_cholesky_falls_back_on_ill_conditioned_draws():
+    # 2000 square 64 x 64 Gaussian draws include some too ill-conditioned for Cholesky QR
+    q = W.haar_orthogonal(2000, 64, 64, gen=generator(2019))
+    err = (q.transpose(-2, -1) @ q - torch.eye(64, dtype=q.dtype)).abs().amax()
+    assert err < 1e-10
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 10), st.integers(1, 10), st.sampled_from(W.DIRECTIONS), st.integers(0, 99))
+def test_directions_have_unit_rows(fan_out, fan_in, direction, seed):
+    w = W.directions(4, fan_out, fan_in, direction, gen=generator(seed))
+    assert w.shape == (4, fan_out, fan_in)
+    assert torch.allclose(w.norm(dim=-1), torch.ones(4, fan_out, dtype=w.dtype))
+    if direction == "orthogonal" and fan_out <= fan_in:
+        eye = torch.eye(fan_out, dtype=w.dtype)
+        assert torch.allclose(w @ w.transpose(-2, -1), eye.expand(4, -1, -1), atol=1e-10)
+
+
+def test_directions_bad_direction():
+    with pytest.raises(ValueError, match="direction"):
+        W.directions(2, 3, 3, "gaussian", gen=generator(0))
+
+
+def test_unit_rows_and_errors():
+    w = torch.tensor([[3.0, 4.0], [0.0, 2.0]], dtype=torch.float64)
+    assert torch.allclose(W.unit_rows(w), torch.tensor([[0.6, 0.8], [0.0, 1.0]], dtype=w.dtype))
+    with pytest.raises(ValueError, match="zero row"):
+        W.unit_rows(torch.zeros(2, 2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="w"):
+        W.unit_rows(torch.zeros(2, dtype=torch.float64))
+
+
+def test_weight_normalized_gain_and_rows():
+    init = W.weight_normalized("sphere")
+    w = init(3, 8, 32, generator(1))
+    assert torch.allclose(w.norm(dim=-1), torch.full((3, 8), 2 * math.sqrt(2), dtype=w.dtype))
+    w = W.weight_normalized("orthogonal", gain=1.0)(2, 5, 5, generator(1))
+    assert torch.allclose(w.norm(dim=-1), torch.ones(2, 5, dtype=w.dtype))
+    with pytest.raises(ValueError, match="direction"):
+        W.weight_normalized("he")
+    with pytest.raises(ValueError, match="gain"):
+        W.weight_normalized("sphere", gain=-1.0)
+
+
+@pytest.mark.parametrize("direction", W.DIRECTIONS)
+@pytest.mark.parametrize("m", [5, 40])
+def test_forward_layer_ratio_mean_is_one(direction, m):
+    u = torch.linspace(-1, 2, 20, dtype=torch.float64)
+    r = W.forward_layer_ratio(u, m, direction, n_nets=20000, gen=generator(3))
+    se = r.std().item() / math.sqrt(r.numel())
+    assert abs(r.mean().item() - 1) < 5 * se
+
+
+@pytest.mark.parametrize("direction", W.DIRECTIONS)
+def test_backward_layer_ratio_mean_is_one(direction):
+    u = torch.linspace(-1, 2, 12, dtype=torch.float64)
+    r = W.backward_layer_ratio(u, 30, direction, n_nets=20000, gen=generator(4))
+    se = r.std().item() / math.sqrt(r.numel())
+    assert abs(r.mean().item() - 1) < 5 * se
+
+
+def test_backward_orthogonal_without_mask_is_isometry():
+    u = torch.randn(10, dtype=torch.float64)
+    r = W.backward_layer_ratio(u, 25, "orthogonal", n_nets=50, gen=generator(5), gain=1.0,
+                               mask=False)
+    assert torch.allclose(r, torch.ones_like(r))
+
+
+def test_layer_ratio_bad_arguments():
+    u = torch.ones(4, dtype=torch.float64)
+    with pytest.raises(ValueError, match="m"):
+        W.forward_layer_ratio(u, 0, "sphere", n_nets=2, gen=generator(0))
+    with pytest.raises(ValueError, match="n_nets"):
+        W.forward_layer_ratio(u, 3, "sphere", n_nets=0, gen=generator(0))
+    with pytest.raises(ValueError, match="u"):
+        W.forward_layer_ratio(torch.ones(2, 2, dtype=torch.float64), 3, "sphere", n_nets=2,
+                              gen=generator(0))
+    with pytest.raises(TypeError, match="mask"):
+        W.backward_layer_ratio(u, 3, "sphere", n_nets=2, gen=generator(0), mask=1)
+    with pytest.raises(ValueError, match="gain"):
+        W.backward_layer_ratio(u, 3, "sphere", n_nets=2, gen=generator(0), gain=0.0)
+
+
+def _explicit_resnet(x, ws):
+    """The plain (unnormalized-state) forward pass, for comparison."""
+    h = x
+    hs = [h]
+    for w1, w2 in ws:
+        h = h + torch.relu(h @ w1.T) @ w2.T
+        hs.append(h)
+    return hs
+
+
+def test_wn_resnet_matches_explicit_forward_and_autograd_backward():
+    torch.manual_seed(0)
+    x = torch.randn(3, 6, dtype=torch.float64)
+    hidden = [4, 5, 3]
+    gains1, gains2 = [1.3, 0.7, 1.1], [0.5, 0.9, 0.2]
+    stats = W.wn_resnet(x, hidden, "orthogonal", n_nets=2, gen=generator(7), fc1_gain=gains1,
+                        fc2_gain=gains2, backward=True)
+    gen = generator(7)
+    ws = []
+    for n, g1, g2 in zip(hidden, gains1, gains2, strict=True):
+        w1 = g1 * W.directions(2, n, 6, "orthogonal", gen=gen)
+        w2 = g2 * W.directions(2, 6, n, "orthogonal", gen=gen)
+        ws.append((w1, w2))
+    error = torch.randn(2, 3, 6, generator=gen, dtype=torch.float64)
+    for net in range(2):
+        xx = x.clone().requires_grad_(True)
+        inputs = [xx]
+        hs = _explicit_resnet(xx, [(a[net], b[net]) for a, b in ws])
+        norms = torch.stack([h.norm(dim=-1) for h in hs])
+        assert torch.allclose(stats.log_h[:, net], norms.log(), atol=1e-10)
+        grads = torch.autograd.grad((hs[-1] * error[net]).sum(), [*inputs, *hs[1:-1]])
+        grad_norms = [g.norm(dim=-1) for g in grads]
+        assert torch.allclose(stats.log_grad_ratio[0, net],
+                              (grad_norms[0] / error[net].norm(dim=-1)).log(), atol=1e-10)
+        assert torch.allclose(stats.log_grad_ratio[1, net],
+                              (grad_norms[1] / error[net].norm(dim=-1)).log(), atol=1e-10)
+    f = torch.relu(x @ ws[0][0][0].T) @ ws[0][1][0].T
+    cos = (x * f).sum(-1) / (x.norm(dim=-1) * f.norm(dim=-1))
+    assert torch.allclose(stats.cos_f[0, 0], cos, atol=1e-10)
+
+
+def test_wn_resnet_proposed_mean_square_growth():
+    x = torch.randn(4, 40, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    stats = W.wn_resnet(x, [20] * 8, "sphere", n_nets=400, gen=generator(8))
+    r2 = (2 * stats.log_h_ratio[-1]).exp().flatten()
+    se = r2.std().item() / math.sqrt(r2.numel() / 4)  # inputs of one network are correlated
+    assert abs(r2.mean().item() - (1 + 1 / 8) ** 8) < 5 * se
+    with pytest.raises(ValueError, match="log_grad_ratio"):
+        _ = stats.log_grad_ratio
+
+
+def test_wn_resnet_bad_arguments():
+    x = torch.ones(2, 4, dtype=torch.float64)
+    gen = generator(0)
+    with pytest.raises(ValueError, match="hidden"):
+        W.wn_resnet(x, [], "sphere", n_nets=2, gen=gen)
+    with pytest.raises(ValueError, match="fc2_gain"):
+        W.wn_resnet(x, [3, 3], "sphere", n_nets=2, gen=gen, fc2_gain=[1.0])
+    with pytest.raises(ValueError, match="fc1_gain"):
+        W.wn_resnet(x, [3], "sphere", n_nets=2, gen=gen, fc1_gain="big")
+    with pytest.raises(ValueError, match="direction"):
+        W.wn_resnet(x, [3], "he", n_nets=2, gen=gen)
+    with pytest.raises(TypeError, match="backward"):
+        W.wn_resnet(x, [3], "sphere", n_nets=2, gen=gen, backward="yes")
+
+
+def test_relu_mlp_with_weight_normalized_init_preserves_norm_in_mean():
+    x = torch.randn(5, 30, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    s = relu_mlp(x, [20, 40, 25], W.weight_normalized("orthogonal"), n_nets=500,
+                 gen=generator(9))
+    r2 = (2 * s.log_h_ratio[-1]).exp()[:, 0]
+    assert abs(r2.mean().item() - 1) < 5 * r2.std().item() / math.sqrt(r2.numel())
+
+
+@pytest.mark.parametrize("scheme", W.SCHEMES)
+def test_wn_resnet_model_schemes(scheme):
+    data = torch.randn(64, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    net = W.wn_resnet_model(scheme, d_in=8, width=16, d_out=3, blocks=4, gen=generator(10),
+                            data=data)
+    out = net(data)
+    assert out.shape == (64, 3) and torch.isfinite(out).all()
+    assert len(net.parameters()) == 3 * (2 + 2 * 4)
+    assert all(p.requires_grad for p in net.parameters())
+    if scheme == "data_dependent":
+        assert torch.allclose(out.mean(0), torch.zeros(3, dtype=out.dtype), atol=1e-10)
+        assert torch.allclose(out.std(0), torch.ones(3, dtype=out.dtype), atol=1e-10)
+    if scheme == "hanin":
+        assert torch.allclose(net.blocks[1][1].g, torch.full((16,), 0.81, dtype=out.dtype))
+    if scheme == "proposed":
+        assert torch.allclose(net.blocks[0][0].g, torch.full((16,), math.sqrt(2), dtype=out.dtype))
+        assert torch.allclose(net.blocks[0][1].g, torch.full((16,), 0.5, dtype=out.dtype))
+    if scheme == "pytorch":
+        layer = net.blocks[0][0]
+        assert torch.allclose(layer.g, layer.v.norm(dim=-1))
+
+
+def test_wn_resnet_model_bad_arguments():
+    with pytest.raises(ValueError, match="scheme"):
+        W.wn_resnet_model("he", d_in=2, width=2, d_out=2, blocks=1, gen=generator(0))
+    with pytest.raises(ValueError, match="data"):
+        W.wn_resnet_model("data_dependent", d_in=2, width=2, d_out=2, blocks=1,
+                          gen=generator(0))
+    with pytest.raises(ValueError, match="blocks"):
+        W.wn_resnet_model("proposed", d_in=2, width=2, d_out=2, blocks=0, gen=generator(0))
+    with pytest.raises(ValueError, match="hanin_base"):
+        W.wn_resnet_model("hanin", d_in=2, width=2, d_out=2, blocks=1, gen=generator(0),
+                          hanin_base=1.5)
