@@ -8,8 +8,10 @@ committed notebooks through :mod:`eit.ledger` at build time, so the pages cannot
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 from docutils import nodes
+from pybtex.database import parse_file
 from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
@@ -41,46 +43,91 @@ def _table(headers: list[str], rows: list[list[nodes.Node | str]], widths: list[
     return table
 
 
+def _with_math(text: str) -> list[nodes.Node]:
+    """Text whose $...$ segments become inline math nodes (chapter titles carry math)."""
+    parts = text.split("$")
+    if len(parts) % 2 == 0:  # unbalanced dollars: leave the text alone
+        return [nodes.Text(text)]
+    return [nodes.math(p, p) if i % 2 else nodes.Text(p) for i, p in enumerate(parts) if p]
+
+
 def _doc_link(docname: str, title: str) -> nodes.Node:
     ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/" + docname,
                                 refexplicit=True)
-    ref += nodes.inline(text=title or docname)
+    ref += nodes.inline("", "", *_with_math(title or docname))
     return ref
 
 
+def _short_citation(key: str, bib) -> str:
+    """'Arpit & Bengio 2019', 'Meterez et al. 2024' from the bibliography entry ``key``."""
+    entry = bib.entries.get(key)
+    if entry is None:
+        return key
+    names = ["".join(p.last_names).replace("{", "").replace("}", "")
+             for p in entry.persons.get("author", [])]
+    who = (names[0] if len(names) == 1 else " & ".join(names) if len(names) == 2
+           else f"{names[0]} et al.")
+    return f"{who} {entry.fields.get('year', '')}".strip()
+
+
+def _counts(records: list[dict]) -> str:
+    counts = Counter(r["verdict"] for r in records)
+    return (f"{len(records)} claims checked: {counts[CONFIRMED]} {CONFIRMED}, "
+            f"{counts[CORRECTED]} {CORRECTED}, {counts[REFUTED]} {REFUTED}.")
+
+
 class ClaimsLedger(SphinxDirective):
-    """Every claim of the book with its verdict, theory and measurement."""
+    """Every claim of the book with its verdict, theory and measurement, one table per paper."""
 
     def run(self) -> list[nodes.Node]:
         for path in ledger.chapter_notebooks():
             self.env.note_dependency(str(path))
+        bib_path = Path(self.env.srcdir) / "references.bib"
+        self.env.note_dependency(str(bib_path))
+        bib = parse_file(str(bib_path))
         records = ledger.verdicts()
-        counts = Counter(r["verdict"] for r in records)
-        summary = nodes.paragraph(text=(
-            f"{len(records)} claims checked: {counts[CONFIRMED]} {CONFIRMED}, "
-            f"{counts[CORRECTED]} {CORRECTED}, {counts[REFUTED]} {REFUTED}."))
-        rows = [[r["paper"], r["claim"], r["statement"], r["verdict"], r["theory"],
-                 r["measured"], r.get("correction", ""),
-                 _doc_link(r["chapter"], r["chapter_title"])] for r in records]
-        headers = ["Paper", "Claim", "Statement", "Verdict", "Theory", "Measured",
-                   "Correction", "Chapter"]
-        return [summary, _table(headers, rows, [6, 8, 18, 7, 12, 12, 14, 10], ["eit-ledger"])]
+        order = {key: i for i, key in enumerate(bib.entries)}
+        papers = sorted({r["paper"] for r in records}, key=lambda k: (order.get(k, len(order)), k))
+        out: list[nodes.Node] = [nodes.paragraph(text=_counts(records))]
+        headers = ["Claim", "Statement", "Verdict", "Theory", "Measured", "Correction",
+                   "Chapter"]
+        for paper in papers:
+            group = [r for r in records if r["paper"] == paper]
+            out.append(nodes.rubric(text=_short_citation(paper, bib)))
+            out.append(nodes.paragraph(text=_counts(group)))
+            rows = [[r["claim"], r["statement"], r["verdict"], r["theory"], r["measured"],
+                     r.get("correction", ""), _doc_link(r["chapter"], r["chapter_title"])]
+                    for r in group]
+            table = _table(headers, rows, [9, 19, 10, 15, 15, 18, 14],
+                           ["eit-ledger", "colwidths-given"])
+            for row, r in zip(table.traverse(nodes.row)[1:], group):
+                row["classes"].append("eit-" + r["verdict"].replace(" ", "-"))
+            out.append(table)
+        return out
+
+
+def _versions(s: dict) -> str:
+    versions = ", ".join(f"{k} {v}" for k, v in s.get("versions", {}).items())
+    return f"Python {s.get('python', '?')}; {versions}"
 
 
 class ChapterStatus(SphinxDirective):
     """How the committed outputs of each chapter were produced."""
 
     def run(self) -> list[nodes.Node]:
-        rows = []
         for path in ledger.chapter_notebooks():
             self.env.note_dependency(str(path))
-        for s in ledger.status():
-            versions = ", ".join(f"{k} {v}" for k, v in s.get("versions", {}).items())
-            rows.append([_doc_link(s["chapter"], s["title"]), f"{s.get('wall_time_s', '?')}",
-                         s.get("device", "?"), s.get("scale", "?"), s.get("executed", "?"),
-                         f"Python {s.get('python', '?')}; {versions}"])
-        headers = ["Chapter", "Execution (s)", "Device", "Scale", "Executed", "Versions"]
-        return [_table(headers, rows, [14, 6, 12, 6, 10, 30], ["eit-ledger"])]
+        status = ledger.status()
+        common = Counter(_versions(s) for s in status).most_common(1)
+        common = common[0][0] if common else ""
+        rows = [[_doc_link(s["chapter"], s["title"]), f"{s.get('wall_time_s', '?')}",
+                 s.get("device", "?"), s.get("scale", "?"), s.get("executed", "?"),
+                 "" if _versions(s) == common else _versions(s)] for s in status]
+        headers = ["Chapter", "Execution (s)", "Device", "Scale", "Executed",
+                   "Versions (where they differ)"]
+        intro = nodes.paragraph(text=f"Versions of the committed outputs: {common}.")
+        return [intro, _table(headers, rows, [30, 10, 16, 8, 16, 20],
+                              ["eit-ledger", "colwidths-given"])]
 
 
 def setup(app):

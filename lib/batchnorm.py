@@ -157,6 +157,42 @@ def isometry_gaps_in_depth(x0: torch.Tensor, depth: int, *, n_nets: int, gen: to
     return torch.stack(gaps, dim=1)
 
 
+def _readout(n_nets: int, d: int, n: int, gen: torch.Generator) -> torch.Tensor:
+    r = randn(n_nets, d, n, gen=gen)
+    return r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
+
+
+def _autograd_vjp(layer: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                  x: torch.Tensor, w: torch.Tensor, g: torch.Tensor,
+                  first: bool) -> torch.Tensor:
+    """g^T dY/dW for the first layer, else g^T dY/dX, where Y = layer(X, W)."""
+    with torch.enable_grad():
+        x = x.detach().requires_grad_(not first)
+        w = w.detach().requires_grad_(first)
+        (out,) = torch.autograd.grad(layer(x, w), w if first else x, g)
+    return out
+
+
+def _first_layer_lognorms(r: torch.Tensor, depths: Sequence[int],
+                          vjp: Callable[[int, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """log ||dL/dW_0|| when the readout gradient ``r`` enters at each depth in ``depths``.
+
+    ``vjp(l, g)`` maps the gradient at the output of layer l to its input (to W_0 for l = 0).
+    The gradient is renormalized at every layer and its log-norm accumulated, so nothing
+    overflows at any depth. Returns (n_nets, len(depths)).
+    """
+    out = torch.empty(r.shape[0], len(depths), dtype=DTYPE, device=r.device)
+    for col, depth in enumerate(depths):
+        g, logscale = r, torch.zeros(r.shape[0], dtype=DTYPE, device=r.device)
+        for ell in range(depth - 1, -1, -1):
+            g = vjp(ell, g)
+            norm = g.flatten(1).norm(dim=1)
+            logscale = logscale + torch.log(norm)
+            g = g / norm.view(-1, 1, 1)
+        out[:, col] = logscale
+    return out
+
+
 def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
                              gen: torch.Generator, weights: Weights = "orthogonal",
                              activation: Activation | None = None,
@@ -178,25 +214,15 @@ def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets:
     for w in _weight_stream(weights, n_nets, d, top, gen):
         ws.append(w)
         xs.append(_layer(xs[-1], w, activation, centered))
-    r = randn(n_nets, d, n, gen=gen)
-    r = r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
-    out = torch.empty(n_nets, len(ds), dtype=DTYPE, device=x.device)
-    for col, depth in enumerate(ds):
-        g, logscale = r, torch.zeros(n_nets, dtype=DTYPE, device=x.device)
-        for ell in range(depth - 1, -1, -1):
-            if activation is None:
-                g = _linear_layer_vjp(xs[ell], ws[ell], xs[ell + 1], g, centered, ell == 0)
-            else:
-                with torch.enable_grad():
-                    xin = xs[ell].detach().requires_grad_(ell > 0)
-                    w = ws[ell].detach().requires_grad_(ell == 0)
-                    y = _layer(xin, w, activation, centered)
-                    (g,) = torch.autograd.grad(y, w if ell == 0 else xin, g)
-            norm = g.flatten(1).norm(dim=1)
-            logscale = logscale + torch.log(norm)
-            g = g / norm.view(-1, 1, 1)
-        out[:, col] = logscale
-    return out
+    r = _readout(n_nets, d, n, gen)
+
+    def vjp(ell: int, g: torch.Tensor) -> torch.Tensor:
+        if activation is None:
+            return _linear_layer_vjp(xs[ell], ws[ell], xs[ell + 1], g, centered, ell == 0)
+        return _autograd_vjp(lambda x_, w_: _layer(x_, w_, activation, centered),
+                             xs[ell], ws[ell], g, ell == 0)
+
+    return _first_layer_lognorms(r, ds, vjp)
 
 
 def spectral_inputs(n_mats: int, d: int, *, gen: torch.Generator, spread: float,
@@ -251,11 +277,6 @@ def _shaped_forward(x0, depth: int, n_nets: int, gen: torch.Generator, weights: 
     return ws, xs
 
 
-def _readout(n_nets: int, d: int, n: int, gen: torch.Generator) -> torch.Tensor:
-    r = randn(n_nets, d, n, gen=gen)
-    return r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
-
-
 def shaped_weight_grad_lognorms(x0: torch.Tensor, depth: int, *, n_nets: int,
                                 gen: torch.Generator, activation: Activation, gains,
                                 weights: Weights = "orthogonal") -> torch.Tensor:
@@ -299,20 +320,12 @@ def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, 
     gs = _gains("gains", gains, top)
     ws, xs = _shaped_forward(x0, top, n_nets, gen, weights, activation, gs)
     r = _readout(n_nets, xs[0].shape[1], xs[0].shape[2], gen)
-    out = torch.empty(n_nets, len(ds), dtype=DTYPE, device=r.device)
-    for col, depth in enumerate(ds):
-        g, logscale = r, torch.zeros(n_nets, dtype=DTYPE, device=r.device)
-        for ell in range(depth - 1, -1, -1):
-            with torch.enable_grad():
-                xin = xs[ell].detach().requires_grad_(ell > 0)
-                w = ws[ell].detach().requires_grad_(ell == 0)
-                y = _shaped_layer(xin, w, activation, gs[ell])
-                (g,) = torch.autograd.grad(y, w if ell == 0 else xin, g)
-            norm = g.flatten(1).norm(dim=1)
-            logscale = logscale + torch.log(norm)
-            g = g / norm.view(-1, 1, 1)
-        out[:, col] = logscale
-    return out
+
+    def vjp(ell: int, g: torch.Tensor) -> torch.Tensor:
+        return _autograd_vjp(lambda x_, w_: _shaped_layer(x_, w_, activation, gs[ell]),
+                             xs[ell], ws[ell], g, ell == 0)
+
+    return _first_layer_lognorms(r, ds, vjp)
 
 
 def shaped_leaky_relu(slope: float) -> Activation:

@@ -28,6 +28,16 @@ from .device import DTYPE, device, rand, randn
 from .propagation import MLPStats
 
 
+def _layer_variances(widths: list[int], variances: Sequence[float]) -> list[float]:
+    """Validate one positive weight variance per layer."""
+    if isinstance(variances, str) or not isinstance(variances, (Sequence, np.ndarray)):
+        raise ValueError(f"variances must be a sequence of positive numbers, got {variances!r}")
+    if len(variances) != len(widths):
+        raise ValueError(f"variances must have one entry per layer ({len(widths)}), "
+                         f"got {len(variances)}")
+    return [v.positive_float(f"variances[{i}]", s) for i, s in enumerate(variances)]
+
+
 def _log_chi2(dof: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """log of chi-squared samples with integer degrees of freedom ``dof`` (0 gives -inf).
 
@@ -56,10 +66,7 @@ def norm_chain(n0: int, widths: Sequence[int], variances: Sequence[float], *, n_
     """
     v.positive_int("n0", n0)
     widths = v.widths("widths", widths)
-    if len(variances) != len(widths):
-        raise ValueError(f"variances must have one entry per layer ({len(widths)}), "
-                         f"got {len(variances)}")
-    sig2 = [v.positive_float(f"variances[{i}]", s) for i, s in enumerate(variances)]
+    sig2 = _layer_variances(widths, variances)
     n_nets = v.positive_int("n_nets", n_nets)
     if delta not in (None, "random"):
         raise ValueError(f"delta must be None or 'random', got {delta!r}")
@@ -116,10 +123,7 @@ def gram_chain(x: torch.Tensor, widths: Sequence[int], variances: Sequence[float
     """
     x = v.tensor("x", x, ndim=2).to(device=device(), dtype=DTYPE)
     widths = v.widths("widths", widths)
-    if len(variances) != len(widths):
-        raise ValueError(f"variances must have one entry per layer ({len(widths)}), "
-                         f"got {len(variances)}")
-    sig2 = [v.positive_float(f"variances[{i}]", s) for i, s in enumerate(variances)]
+    sig2 = _layer_variances(widths, variances)
     n_nets = v.positive_int("n_nets", n_nets)
     n_in = x.shape[0]
     gram = (x @ x.T).expand(n_nets, n_in, n_in)

@@ -390,7 +390,120 @@ def wn_resnet_model(scheme: Scheme, *, d_in: int, width: int, d_out: int, blocks
     return net
 
 
-__all__ = ["DIRECTIONS", "SCHEMES", "Direction", "ResNetStats", "Scheme", "WNLayer", "WNResNet",
+# ---------------------------------------------------------------------------------------------
+# A trainable weight-normalized MLP (Figure 2): proposed versus data-dependent initialization
+# ---------------------------------------------------------------------------------------------
+
+MLPScheme = Literal["pytorch", "data_dependent", "proposed"]
+MLP_SCHEMES = ("pytorch", "data_dependent", "proposed")
+
+
+@dataclass
+class WNMLP:
+    """Weight-normalized ReLU MLP: h <- ReLU(layer(h)) on every hidden layer, then a linear head."""
+
+    hidden: list[WNLayer]
+    head: WNLayer
+
+    @property
+    def depth(self) -> int:
+        """The number of hidden layers (the paper's "depth" in Figure 2 and Table 3)."""
+        return len(self.hidden)
+
+    @staticmethod
+    def _affine(layer: WNLayer, h: torch.Tensor) -> torch.Tensor:
+        # The map of WNLayer.__call__ (equal up to rounding) in two fused kernels, torch's own
+        # weight-norm op and one addmm: training runs are dominated by per-op overhead.
+        w = torch._weight_norm(layer.v, layer.g.unsqueeze(-1), 0)
+        return torch.nn.functional.linear(h, w, layer.b)
+
+    def features(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The hidden representations h^1, ..., h^L (after the ReLU) of the inputs ``x``."""
+        out, h = [], x
+        for layer in self.hidden:
+            h = torch.relu(self._affine(layer, h))
+            out.append(h)
+        return out
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        h = x
+        for layer in self.hidden:
+            h = torch.relu(self._affine(layer, h))
+        return self._affine(self.head, h)
+
+    def parameters(self) -> list[torch.Tensor]:
+        return [p for layer in (*self.hidden, self.head) for p in layer.parameters()]
+
+
+def wn_mlp_model(scheme: MLPScheme, *, d_in: int, widths: Sequence[int], d_out: int,
+                 gen: torch.Generator, data: torch.Tensor | None = None,
+                 on: torch.device | None = None) -> WNMLP:
+    """A weight-normalized ReLU MLP ``d_in -> widths[0] -> ... -> widths[-1] -> d_out``.
+
+    * ``'proposed'``: orthogonal v (a Haar matrix: QR of a Gaussian one, R_ii > 0),
+      g = sqrt(2 fan_in / fan_out) on every hidden layer (followed by a ReLU, Theorems 1 and 5),
+      g = sqrt(fan_in / fan_out) on the linear output layer (gamma = 1), zero biases.
+    * ``'data_dependent'``: Salimans & Kingma (2016): v ~ N(0, 0.05^2), then g and b set
+      layer by layer from the batch ``data`` so that every pre-activation, the logits
+      included, has mean 0 and variance 1 on it.
+    * ``'pytorch'``: ``torch.nn.utils.weight_norm`` on default ``nn.Linear`` layers (v and b
+      uniform in +-1/sqrt(fan_in), g_i = ||v_i||).
+
+    Random numbers are drawn from ``gen`` (:func:`eit.device.generator`) on its own device;
+    everything else, the QR factorizations included, is computed on ``on`` (default
+    :func:`eit.device.device`; pass :func:`eit.training.training_device` to train), so that a
+    CPU generator and ``on`` = CPU give the same network on every machine. The parameters
+    require gradients.
+    """
+    if scheme not in MLP_SCHEMES:
+        raise ValueError(f"scheme must be one of {MLP_SCHEMES}, got {scheme!r}")
+    d_in, d_out = v.positive_int("d_in", d_in), v.positive_int("d_out", d_out)
+    widths = v.widths("widths", widths)
+    if not isinstance(gen, torch.Generator):
+        raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
+    if on is not None and not isinstance(on, torch.device):
+        raise TypeError(f"on must be a torch.device or None, got {type(on).__name__}")
+    on = device() if on is None else on
+    if scheme == "data_dependent":
+        data = v.tensor("data", data, ndim=2) if data is not None else None
+        if data is None or data.shape[1] != d_in or data.shape[0] < 2:
+            raise ValueError(f"data must be a (N >= 2, d_in={d_in}) batch for the "
+                             "data-dependent initialization")
+
+    def draw(*shape: int, uniform: bool = False) -> torch.Tensor:
+        sample = torch.rand if uniform else torch.randn
+        return sample(*shape, generator=gen, device=gen.device, dtype=DTYPE).to(on)
+
+    def layer(fan_out: int, fan_in: int, gamma: float) -> WNLayer:
+        zeros = torch.zeros(fan_out, dtype=DTYPE, device=on)
+        if scheme == "pytorch":
+            bound = 1.0 / math.sqrt(fan_in)
+            w = bound * (2.0 * draw(fan_out, fan_in, uniform=True) - 1.0)
+            bias = bound * (2.0 * draw(fan_out, uniform=True) - 1.0)
+            return WNLayer(w, w.norm(dim=-1), bias)
+        if scheme == "data_dependent":
+            return WNLayer(0.05 * draw(fan_out, fan_in), zeros + 1.0, zeros)
+        tall = fan_out >= fan_in
+        q, r = torch.linalg.qr(draw(fan_out, fan_in) if tall else draw(fan_in, fan_out))
+        q = q * torch.sign(torch.diagonal(r)).unsqueeze(0)
+        return WNLayer(q if tall else q.T, zeros + proposed_gain(fan_in, fan_out, gamma), zeros)
+
+    sizes = [d_in, *widths]
+    net = WNMLP([layer(n_out, n_in, 2.0) for n_in, n_out in zip(sizes, sizes[1:])],
+                layer(d_out, sizes[-1], 1.0))
+    if scheme == "data_dependent":
+        h = data.to(device=on, dtype=DTYPE)
+        for lay in net.hidden:
+            _data_dependent(lay, h)
+            h = torch.relu(lay(h))
+        _data_dependent(net.head, h)
+    for p in net.parameters():
+        p.requires_grad_(True)
+    return net
+
+
+__all__ = ["DIRECTIONS", "MLP_SCHEMES", "SCHEMES", "WNMLP", "Direction", "MLPScheme",
+           "ResNetStats", "Scheme", "WNLayer", "WNResNet",
            "backward_layer_ratio", "directions", "forward_layer_ratio", "haar_orthogonal",
            "proposed_gain",
-           "unit_rows", "weight_normalized", "wn_resnet", "wn_resnet_model"]
+           "unit_rows", "weight_normalized", "wn_mlp_model", "wn_resnet", "wn_resnet_model"]

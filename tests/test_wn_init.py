@@ -224,3 +224,100 @@ def test_wn_resnet_model_bad_arguments():
     with pytest.raises(ValueError, match="hanin_base"):
         W.wn_resnet_model("hanin", d_in=2, width=2, d_out=2, blocks=1, gen=generator(0),
                           hanin_base=1.5)
+
+
+# --- the trainable weight-normalized MLP (Figure 2) -------------------------------------------
+
+
+def _mlp_data(n: int = 64, d: int = 8) -> torch.Tensor:
+    return torch.rand(n, d, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+
+
+@pytest.mark.parametrize("scheme", W.MLP_SCHEMES)
+def test_wn_mlp_model_schemes(scheme):
+    data = _mlp_data()
+    net = W.wn_mlp_model(scheme, d_in=8, widths=[16, 12, 12], d_out=3, gen=generator(11),
+                         data=data, on=torch.device("cpu"))
+    out = net(data)
+    assert out.shape == (64, 3) and torch.isfinite(out).all() and net.depth == 3
+    assert [lay.v.shape for lay in (*net.hidden, net.head)] == [(16, 8), (12, 16), (12, 12),
+                                                                 (3, 12)]
+    assert len(net.parameters()) == 3 * 4
+    assert all(p.requires_grad and p.is_leaf and p.device.type == "cpu"
+               for p in net.parameters())
+    feats = net.features(data)
+    assert len(feats) == 3 and all((f >= 0).all() for f in feats)
+    h = data  # the fused forward pass is the composition of the WNLayer maps
+    for lay, f in zip(net.hidden, feats):
+        h = torch.relu(lay(h))
+        assert torch.allclose(f, h, atol=1e-12)
+    assert torch.allclose(out, net.head(h), atol=1e-12)
+    if scheme == "data_dependent":
+        pre = [net.hidden[0](data)] + [lay(f) for lay, f in zip(net.hidden[1:], feats)]
+        for z in (*pre, out):
+            assert torch.allclose(z.mean(0), torch.zeros_like(z[0]), atol=1e-10)
+            assert torch.allclose(z.std(0), torch.ones_like(z[0]), atol=1e-10)
+    if scheme == "proposed":
+        for lay, (fan_out, fan_in) in zip(net.hidden, [(16, 8), (12, 16), (12, 12)]):
+            assert torch.allclose(lay.g, torch.full((fan_out,), math.sqrt(2 * fan_in / fan_out),
+                                                    dtype=out.dtype))
+            assert torch.equal(lay.b, torch.zeros(fan_out, dtype=out.dtype))
+        assert torch.allclose(net.head.g, torch.full((3,), 2.0, dtype=out.dtype))
+        v = net.hidden[1].v  # 12 x 16: orthonormal rows
+        assert torch.allclose(v @ v.T, torch.eye(12, dtype=v.dtype), atol=1e-12)
+    if scheme == "pytorch":
+        layer = net.hidden[1]
+        assert torch.allclose(layer.g, layer.v.norm(dim=-1))
+        assert layer.v.abs().max() <= 1 / math.sqrt(16) and layer.b.abs().max() <= 1 / 4
+
+
+def test_wn_mlp_model_is_seeded_and_proposed_rows_are_haar():
+    a = W.wn_mlp_model("proposed", d_in=6, widths=[9, 4], d_out=2, gen=generator(5))
+    b = W.wn_mlp_model("proposed", d_in=6, widths=[9, 4], d_out=2, gen=generator(5))
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    gen = generator(5)  # the same draws, orthogonalized by eit.initializers.haar_orthogonal
+    for lay, (fan_out, fan_in) in zip((*a.hidden, a.head), [(9, 6), (4, 9), (2, 4)]):
+        q = qr_haar(1, fan_out, fan_in, gen=gen)[0]
+        assert torch.allclose(lay.v, q, atol=1e-12)
+
+
+def test_wn_mlp_model_proposed_preserves_the_forward_norm_in_mean():
+    x = _mlp_data(200, 40)
+    ratios = []
+    for seed in range(40):
+        net = W.wn_mlp_model("proposed", d_in=40, widths=[40] * 6, d_out=10, gen=generator(seed))
+        ratios.append(net.features(x)[-1].square().sum(-1) / x.square().sum(-1))
+    r = torch.stack(ratios).mean(-1)  # one mean ratio per network
+    assert abs(r.mean().item() - 1) < 4 * r.std().item() / math.sqrt(r.numel())
+
+
+def test_wn_mlp_model_data_dependent_gains_exceed_the_proposed_ones():
+    # Standardizing pre-activations makes g^2 = 1 / Var(v_hat . h) ~ 2 pi / (pi - 1) > 2 after a
+    # ReLU layer: the backward pass grows by about pi / (pi - 1) per layer (the chapter's law).
+    x = torch.randn(512, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    net = W.wn_mlp_model("data_dependent", d_in=64, widths=[128] * 6, d_out=10,
+                         gen=generator(2), data=x)
+    g2 = torch.cat([lay.g for lay in net.hidden[1:]]).square().mean().item()
+    assert g2 == pytest.approx(2 * math.pi / (math.pi - 1), rel=0.1)
+
+
+@pytest.mark.parametrize(("kwargs", "name", "error"), [
+    ({"scheme": "he"}, "scheme", ValueError),
+    ({"d_in": 0}, "d_in", ValueError),
+    ({"d_out": -1}, "d_out", ValueError),
+    ({"widths": []}, "widths", ValueError),
+    ({"widths": [4, 0]}, r"widths\[1\]", ValueError),
+    ({"scheme": "data_dependent", "data": None}, "data", ValueError),
+    ({"scheme": "data_dependent", "data": torch.zeros(5, 3, dtype=torch.float64)}, "data",
+     ValueError),
+    ({"scheme": "data_dependent", "data": torch.zeros(1, 2, dtype=torch.float64)}, "data",
+     ValueError),
+    ({"on": "cpu"}, "on", TypeError),
+    ({"gen": 3}, "gen", TypeError),
+])
+def test_wn_mlp_model_bad_arguments(kwargs, name, error):
+    args = {"scheme": "proposed", "d_in": 2, "widths": [4], "d_out": 2,
+            "gen": generator(0)} | kwargs
+    scheme = args.pop("scheme")
+    with pytest.raises(error, match=name):
+        W.wn_mlp_model(scheme, **args)

@@ -1,0 +1,142 @@
+"""Short training runs on scikit-learn's bundled digits, the book's stand-in for MNIST/CIFAR.
+
+Nothing can be downloaded at run time (DESIGN.md section 6), so the training experiments use
+the 1797 8x8 digit images that ship inside scikit-learn. At the default scale training runs
+on the CPU whatever the machine has: whether a run diverges is decided by rounding-level
+details, and the committed outputs must be the same on a laptop and on a CUDA machine. At
+paper scale it runs on :func:`eit.device.device`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from sklearn.datasets import load_digits
+
+from . import _validate as v
+from .device import DTYPE, device, scale
+
+Model = Callable[[torch.Tensor], torch.Tensor]
+
+
+def training_device() -> torch.device:
+    """CPU at the default scale (identical trajectories everywhere), the device at paper scale."""
+    return device() if scale() == "paper" else torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class Digits:
+    """A seeded train/test split of the digits; pixels scaled to [0, 1]."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+
+    @property
+    def n_classes(self) -> int:
+        return 10
+
+
+def digits(*, seed: int, test_fraction: float = 0.25, images: bool = False) -> Digits:
+    """The digits split at random (``seed``) into train and test sets.
+
+    ``images=False`` gives rows in R^64, ``images=True`` tensors of shape (N, 1, 8, 8).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    test_fraction = v.in_interval("test_fraction", test_fraction, 0.0, 1.0)
+    if not isinstance(images, bool):
+        raise TypeError(f"images must be a bool, got {type(images).__name__}")
+    x, y = load_digits(return_X_y=True)
+    gen = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(x), generator=gen)
+    x = torch.tensor(x, dtype=DTYPE)[order] / 16.0
+    y = torch.tensor(y, dtype=torch.long)[order]
+    if images:
+        x = x.reshape(-1, 1, 8, 8)
+    n_test = round(test_fraction * len(x))
+    dev = training_device()
+    return Digits(x[n_test:].to(dev), y[n_test:].to(dev), x[:n_test].to(dev), y[:n_test].to(dev))
+
+
+@dataclass(frozen=True)
+class Run:
+    """The outcome of one training run.
+
+    ``losses`` holds the mean training loss of each completed epoch. A run *diverges* when a
+    mini-batch loss is not finite or exceeds ``max_loss``; following Figure 2 of Arpit, Campos
+    & Bengio (2019), its accuracies are then set to 0.
+    """
+
+    losses: tuple[float, ...]
+    diverged: bool
+    diverged_at_step: int | None
+    train_accuracy: float
+    test_accuracy: float
+
+
+@torch.no_grad()
+def accuracy(model: Model, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Fraction of rows of ``x`` whose arg-max logit is the label ``y``."""
+    return (model(x).argmax(dim=-1) == y).double().mean().item()
+
+
+def _check_params(params) -> list[torch.Tensor]:
+    params = list(params)
+    if not params:
+        raise ValueError("params must be a non-empty sequence of tensors")
+    for i, p in enumerate(params):
+        if not isinstance(p, torch.Tensor) or not p.requires_grad or not p.is_leaf:
+            raise ValueError(f"params[{i}] must be a leaf tensor with requires_grad=True")
+    return params
+
+
+def sgd(model: Model, params: Sequence[torch.Tensor], data: Digits, *, lr: float, epochs: int,
+        batch_size: int, gen: torch.Generator, momentum: float = 0.0, warmup_steps: int = 0,
+        max_loss: float = 100.0) -> Run:
+    """Mini-batch SGD on the cross-entropy, with optional momentum and linear warm-up.
+
+    The learning rate rises linearly from ``lr / warmup_steps`` to ``lr`` over the first
+    ``warmup_steps`` steps (Goyal et al. 2017), then stays at ``lr``. Mini-batches are drawn
+    by shuffling the training set with ``gen`` at every epoch.
+    """
+    if not isinstance(data, Digits):
+        raise TypeError(f"data must be a Digits split, got {type(data).__name__}")
+    params = _check_params(params)
+    lr, max_loss = v.positive_float("lr", lr), v.positive_float("max_loss", max_loss)
+    epochs, batch_size = v.positive_int("epochs", epochs), v.positive_int("batch_size", batch_size)
+    momentum = v.in_interval("momentum", momentum, 0.0, 1.0)
+    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
+        raise ValueError(f"warmup_steps must be a non-negative int, got {warmup_steps!r}")
+    opt = torch.optim.SGD(params, lr=lr, momentum=momentum)
+    n, step, losses = len(data.x_train), 0, []
+    for _ in range(epochs):
+        order = torch.randperm(n, generator=gen, device=gen.device).to(data.x_train.device)
+        total = 0.0
+        for start in range(0, n, batch_size):
+            idx = order[start:start + batch_size]
+            loss = torch.nn.functional.cross_entropy(model(data.x_train[idx]), data.y_train[idx])
+            value = loss.item()
+            if not math.isfinite(value) or value > max_loss:
+                return Run(tuple(losses), True, step, 0.0, 0.0)
+            for group in opt.param_groups:
+                group["lr"] = lr * min(1.0, (step + 1) / warmup_steps) if warmup_steps else lr
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += value * len(idx)
+            step += 1
+        losses.append(total / n)
+    with torch.no_grad():
+        final = torch.nn.functional.cross_entropy(model(data.x_train), data.y_train).item()
+    if not math.isfinite(final) or final > max_loss:  # the last step may have blown up
+        return Run(tuple(losses), True, step, 0.0, 0.0)
+    return Run(tuple(losses), False, None, accuracy(model, data.x_train, data.y_train),
+               accuracy(model, data.x_test, data.y_test))
+
+
+__all__ = ["Digits", "Run", "accuracy", "digits", "sgd", "training_device"]
