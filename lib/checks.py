@@ -185,19 +185,35 @@ def exact(paper: str, claim: str, statement: str, *, printed: sp.Expr, derived: 
 
 
 def holds(paper: str, claim: str, statement: str, *, holds: bool, evidence: str,
-          theory: str = "holds", if_wrong: str = REFUTED, correction: str = "") -> Verdict:
-    """A yes/no claim (an inequality, an identity over a range) decided by ``evidence``."""
+          theory: str = "holds", if_wrong: str = REFUTED, correction: str = "",
+          corrected: bool | None = None) -> Verdict:
+    """A yes/no claim (an inequality, an identity over a range) decided by ``evidence``.
+
+    With ``if_wrong=CORRECTED`` a failing claim is CORRECTED only when the corrected claim
+    (``correction``) is itself decided true by the evidence: ``corrected`` must then be the
+    bool computed from it, and a correction that fails too makes the verdict REFUTED.
+    """
     for name in ("paper", "claim", "statement", "evidence"):
         _text(name, locals()[name])
     if not isinstance(holds, bool):
         raise TypeError(f"holds must be a bool, got {type(holds).__name__}")
     if if_wrong not in (CORRECTED, REFUTED):
         raise ValueError(f"if_wrong must be {CORRECTED!r} or {REFUTED!r}, got {if_wrong!r}")
+    if if_wrong == CORRECTED:
+        if not correction:
+            raise ValueError("correction must state the corrected claim")
+        if not isinstance(corrected, bool):
+            raise TypeError("corrected must be a bool decided by the evidence for the corrected "
+                            f"claim, got {type(corrected).__name__}")
+    elif corrected is not None:
+        raise ValueError("corrected is only meaningful with if_wrong=CORRECTED")
     if holds:
         return Verdict(paper, claim, statement, CONFIRMED, theory, evidence, "holds")
-    if if_wrong == CORRECTED and not correction:
-        raise ValueError("correction must state the corrected claim")
-    return Verdict(paper, claim, statement, if_wrong, theory, evidence, "fails", correction)
+    if if_wrong == CORRECTED:
+        status = CORRECTED if corrected else REFUTED
+        test = "fails; the correction holds" if corrected else "fails, and so does the correction"
+        return Verdict(paper, claim, statement, status, theory, evidence, test, correction)
+    return Verdict(paper, claim, statement, REFUTED, theory, evidence, "fails", correction)
 
 
 __all__ = ["MIME", "CONFIRMED", "CORRECTED", "REFUTED", "Verdict", "agree", "agree_all", "bound",

@@ -97,12 +97,14 @@ def _check_params(params) -> list[torch.Tensor]:
 
 def sgd(model: Model, params: Sequence[torch.Tensor], data: Digits, *, lr: float, epochs: int,
         batch_size: int, gen: torch.Generator, momentum: float = 0.0, warmup_steps: int = 0,
+        weight_decay: float = 0.0, halve_every: int | None = None,
         max_loss: float = 100.0) -> Run:
-    """Mini-batch SGD on the cross-entropy, with optional momentum and linear warm-up.
+    """Mini-batch SGD on the cross-entropy, with optional momentum, weight decay and schedules.
 
     The learning rate rises linearly from ``lr / warmup_steps`` to ``lr`` over the first
-    ``warmup_steps`` steps (Goyal et al. 2017), then stays at ``lr``. Mini-batches are drawn
-    by shuffling the training set with ``gen`` at every epoch.
+    ``warmup_steps`` steps (Goyal et al. 2017), and is halved every ``halve_every`` epochs
+    (Arpit & Bengio 2019, section 5); ``weight_decay`` is torch's L2 penalty on every
+    parameter. Mini-batches are drawn by shuffling the training set with ``gen`` at every epoch.
     """
     if not isinstance(data, Digits):
         raise TypeError(f"data must be a Digits split, got {type(data).__name__}")
@@ -112,9 +114,13 @@ def sgd(model: Model, params: Sequence[torch.Tensor], data: Digits, *, lr: float
     momentum = v.in_interval("momentum", momentum, 0.0, 1.0)
     if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
         raise ValueError(f"warmup_steps must be a non-negative int, got {warmup_steps!r}")
-    opt = torch.optim.SGD(params, lr=lr, momentum=momentum)
+    weight_decay = v.in_interval("weight_decay", weight_decay, 0.0, 1.0)
+    if halve_every is not None:
+        halve_every = v.positive_int("halve_every", halve_every)
+    opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
     n, step, losses = len(data.x_train), 0, []
-    for _ in range(epochs):
+    for epoch in range(epochs):
+        base = lr * 0.5 ** (epoch // halve_every) if halve_every else lr
         order = torch.randperm(n, generator=gen, device=gen.device).to(data.x_train.device)
         total = 0.0
         for start in range(0, n, batch_size):
@@ -124,7 +130,7 @@ def sgd(model: Model, params: Sequence[torch.Tensor], data: Digits, *, lr: float
             if not math.isfinite(value) or value > max_loss:
                 return Run(tuple(losses), True, step, 0.0, 0.0)
             for group in opt.param_groups:
-                group["lr"] = lr * min(1.0, (step + 1) / warmup_steps) if warmup_steps else lr
+                group["lr"] = base * min(1.0, (step + 1) / warmup_steps) if warmup_steps else base
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

@@ -394,8 +394,8 @@ def wn_resnet_model(scheme: Scheme, *, d_in: int, width: int, d_out: int, blocks
 # A trainable weight-normalized MLP (Figure 2): proposed versus data-dependent initialization
 # ---------------------------------------------------------------------------------------------
 
-MLPScheme = Literal["pytorch", "data_dependent", "proposed"]
-MLP_SCHEMES = ("pytorch", "data_dependent", "proposed")
+MLPScheme = Literal["pytorch", "data_dependent", "proposed", "traditional"]
+MLP_SCHEMES = ("pytorch", "data_dependent", "proposed", "traditional")
 
 
 @dataclass
@@ -437,12 +437,17 @@ class WNMLP:
 
 def wn_mlp_model(scheme: MLPScheme, *, d_in: int, widths: Sequence[int], d_out: int,
                  gen: torch.Generator, data: torch.Tensor | None = None,
-                 on: torch.device | None = None) -> WNMLP:
+                 on: torch.device | None = None, direction: Direction = "orthogonal") -> WNMLP:
     """A weight-normalized ReLU MLP ``d_in -> widths[0] -> ... -> widths[-1] -> d_out``.
 
-    * ``'proposed'``: orthogonal v (a Haar matrix: QR of a Gaussian one, R_ii > 0),
+    * ``'proposed'``: v with rows of the given ``direction`` (``'orthogonal'``: a Haar matrix,
+      QR of a Gaussian one with R_ii > 0, as Arpit, Campos & Bengio 2019 propose;
+      ``'sphere'``: i.i.d. Gaussian rows, as in Corollary 2 of Arpit & Bengio 2019),
       g = sqrt(2 fan_in / fan_out) on every hidden layer (followed by a ReLU, Theorems 1 and 5),
       g = sqrt(fan_in / fan_out) on the linear output layer (gamma = 1), zero biases.
+    * ``'traditional'``: weight normalization with k = 1 (Salimans & Kingma 2016 without the
+      data-dependent step, Arpit & Bengio 2019 section 5): v with rows of the given
+      ``direction``, g = 1, zero biases.
     * ``'data_dependent'``: Salimans & Kingma (2016): v ~ N(0, 0.05^2), then g and b set
       layer by layer from the batch ``data`` so that every pre-activation, the logits
       included, has mean 0 and variance 1 on it.
@@ -464,6 +469,8 @@ def wn_mlp_model(scheme: MLPScheme, *, d_in: int, widths: Sequence[int], d_out: 
     if on is not None and not isinstance(on, torch.device):
         raise TypeError(f"on must be a torch.device or None, got {type(on).__name__}")
     on = device() if on is None else on
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
     if scheme == "data_dependent":
         data = v.tensor("data", data, ndim=2) if data is not None else None
         if data is None or data.shape[1] != d_in or data.shape[0] < 2:
@@ -483,10 +490,13 @@ def wn_mlp_model(scheme: MLPScheme, *, d_in: int, widths: Sequence[int], d_out: 
             return WNLayer(w, w.norm(dim=-1), bias)
         if scheme == "data_dependent":
             return WNLayer(0.05 * draw(fan_out, fan_in), zeros + 1.0, zeros)
+        gain = 1.0 if scheme == "traditional" else proposed_gain(fan_in, fan_out, gamma)
+        if direction == "sphere":
+            return WNLayer(unit_rows(draw(fan_out, fan_in)), zeros + gain, zeros)
         tall = fan_out >= fan_in
         q, r = torch.linalg.qr(draw(fan_out, fan_in) if tall else draw(fan_in, fan_out))
         q = q * torch.sign(torch.diagonal(r)).unsqueeze(0)
-        return WNLayer(q if tall else q.T, zeros + proposed_gain(fan_in, fan_out, gamma), zeros)
+        return WNLayer(q if tall else q.T, zeros + gain, zeros)
 
     sizes = [d_in, *widths]
     net = WNMLP([layer(n_out, n_in, 2.0) for n_in, n_out in zip(sizes, sizes[1:])],
@@ -507,3 +517,127 @@ __all__ = ["DIRECTIONS", "MLP_SCHEMES", "SCHEMES", "WNMLP", "Direction", "MLPSch
            "backward_layer_ratio", "directions", "forward_layer_ratio", "haar_orthogonal",
            "proposed_gain",
            "unit_rows", "weight_normalized", "wn_mlp_model", "wn_resnet", "wn_resnet_model"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Stages with shortcut connections (Section 4, "Shortcut connections"; footnote 5)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StageStats:
+    """Per-block log-norms of a batch of multi-stage weight-normalized ResNets.
+
+    ``log_h[i]`` = log ||h^i|| and ``log_grad[i]`` = log ||dl/dh^i|| (shape
+    ``(B_total+1, n_nets, N)``, i = 0 the input); ``boundaries[k]`` is the block index at which
+    stage k ends (``boundaries[0] = 0`` is the input), ``widths[i]`` the width of h^i.
+    """
+
+    log_h: torch.Tensor
+    boundaries: tuple[int, ...]
+    widths: tuple[int, ...]
+    log_grad: torch.Tensor | None = None
+
+    @property
+    def log_h_ratio(self) -> torch.Tensor:
+        """log(||h^i|| / ||x||), i = 0..B_total."""
+        return self.log_h - self.log_h[0]
+
+    @property
+    def log_grad_ratio(self) -> torch.Tensor:
+        """log(||dl/dh^i|| / ||dl/dh^out||), i = 0..B_total."""
+        if self.log_grad is None:
+            raise ValueError("log_grad_ratio needs a backward pass: "
+                             "call wn_stage_resnet(backward=True)")
+        return self.log_grad - self.log_grad[-1]
+
+
+def wn_stage_resnet(x: torch.Tensor, widths: Sequence[int], blocks: Sequence[int],
+                    direction: Direction, *, n_nets: int, gen: torch.Generator,
+                    gammas: Sequence[float] | None = None,
+                    backward: bool = False) -> StageStats:
+    """``n_nets`` weight-normalized ResNets with K stages and projection shortcuts.
+
+    Stage k (k = 0..K-1) has residual width ``widths[k]`` and ``blocks[k]`` blocks
+    F = FC2 o ReLU o FC1 (hidden width ``widths[k]``, zero biases). The first block of a stage
+    whose width differs from that of its input has a *projection shortcut*:
+    ``h -> P h + F(h)`` with P a weight-normalized linear layer of gain sqrt(fan_in/fan_out)
+    (gamma = 1, no ReLU); other blocks have the identity shortcut ``h -> h + F(h)``. Gains as
+    in Section 4: sqrt(2 fan_in/fan_out) on FC1 and sqrt(gamma_k fan_in/fan_out) on FC2, with
+    gamma_k = 1/B_k (the stage-wise scaling) unless ``gammas`` gives one per stage.
+
+    Args:
+        x: inputs ``(N, d_in)``, shared by all networks.
+        widths: the residual width of each stage.
+        blocks: the number of blocks B_k of each stage (same length as ``widths``).
+        direction: ``'sphere'`` (normalized He/Gaussian rows) or ``'orthogonal'``.
+        gammas: None for 1/B_k, or one positive gamma per stage.
+        backward: also backpropagate a random Gaussian error vector dl/dh^out.
+    """
+    x = v.tensor("x", x, ndim=2).to(device=device(), dtype=DTYPE)
+    widths, blocks = v.widths("widths", widths), v.widths("blocks", blocks)
+    if len(widths) != len(blocks):
+        raise ValueError(f"widths and blocks must have one entry per stage, got {len(widths)} "
+                         f"and {len(blocks)}")
+    n_nets = v.positive_int("n_nets", n_nets)
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    if gammas is None:
+        gammas = [1.0 / b for b in blocks]
+    elif (isinstance(gammas, Sequence) and not isinstance(gammas, str)
+          and len(gammas) == len(blocks)):
+        gammas = [v.positive_float(f"gammas[{k}]", g) for k, g in enumerate(gammas)]
+    else:
+        raise ValueError(f"gammas must be None or {len(blocks)} positive numbers (one per "
+                         f"stage), got {gammas!r}")
+    if not isinstance(backward, bool):
+        raise TypeError(f"backward must be a bool, got {type(backward).__name__}")
+
+    # one spec per block: (d_in, d_out, hidden, g1, g2, projection gain or None)
+    specs, d_prev = [], x.shape[-1]
+    for d_k, b_k, gamma in zip(widths, blocks, gammas, strict=True):
+        for i in range(b_k):
+            proj = proposed_gain(d_prev, d_k, 1.0) if i == 0 and d_prev != d_k else None
+            specs.append((d_prev, d_k, d_k, proposed_gain(d_prev, d_k),
+                          proposed_gain(d_k, d_k, gamma), proj))
+            d_prev = d_k
+    boundaries = tuple(int(s) for s in torch.tensor([0, *blocks]).cumsum(0))
+    block_widths = (x.shape[-1], *(s[1] for s in specs))
+
+    def draw(spec):
+        d_in, d_out, hid, g1, g2, gp = spec
+        w1 = g1 * directions(n_nets, hid, d_in, direction, gen=gen)
+        w2 = g2 * directions(n_nets, d_out, hid, direction, gen=gen)
+        p = None if gp is None else gp * directions(n_nets, d_out, d_in, direction, gen=gen)
+        return w1, w2, p
+
+    h, log_norm = _normalize(x.unsqueeze(0).expand(n_nets, -1, -1))
+    log_h, states, masks = [log_norm], [], []
+    for spec in specs:
+        states.append(gen.get_state())
+        w1, w2, p = draw(spec)
+        a1 = torch.matmul(h, w1.transpose(-2, -1))
+        f = torch.matmul(a1.clamp_min(0), w2.transpose(-2, -1))
+        skip = h if p is None else torch.matmul(h, p.transpose(-2, -1))
+        h, log_r = _normalize(skip + f)
+        log_norm = log_norm + log_r
+        log_h.append(log_norm)
+        if backward:
+            masks.append(a1 > 0)
+    if not backward:
+        return StageStats(torch.stack(log_h), boundaries, block_widths)
+
+    g, log_g = _normalize(randn(*h.shape, gen=gen))
+    after = gen.get_state()
+    log_grad = [log_g]
+    for i in range(len(specs) - 1, -1, -1):
+        gen.set_state(states[i])
+        w1, w2, p = draw(specs[i])
+        j = torch.matmul(masks[i] * torch.matmul(g, w2), w1)
+        skip = g if p is None else torch.matmul(g, p)
+        g, log_r = _normalize(skip + j)
+        log_g = log_g + log_r
+        log_grad.append(log_g)
+    gen.set_state(after)
+    return StageStats(torch.stack(log_h), boundaries, block_widths,
+                      log_grad=torch.stack(log_grad[::-1]))

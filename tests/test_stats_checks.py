@@ -84,3 +84,22 @@ def test_exact_law_of_one_relu_layer():
     assert exact.relu_layer_tail(m, 5.0) < 1e-12
     q = exact.relu_layer_distortion_quantile(m, 0.5)
     assert 0 < q < 1
+
+
+def test_holds_correction_needs_its_own_evidence():
+    ok = checks.holds("p", "c", "s", holds=True, evidence="e")
+    assert ok.verdict == checks.CONFIRMED
+    fixed = checks.holds("p", "c", "s", holds=False, evidence="e", if_wrong=checks.CORRECTED,
+                         correction="the corrected claim", corrected=True)
+    assert fixed.verdict == checks.CORRECTED and fixed.correction == "the corrected claim"
+    unsupported = checks.holds("p", "c", "s", holds=False, evidence="e",
+                               if_wrong=checks.CORRECTED, correction="x", corrected=False)
+    assert unsupported.verdict == checks.REFUTED
+    with pytest.raises(TypeError, match="corrected"):
+        checks.holds("p", "c", "s", holds=False, evidence="e", if_wrong=checks.CORRECTED,
+                     correction="x")
+    with pytest.raises(ValueError, match="corrected"):
+        checks.holds("p", "c", "s", holds=False, evidence="e", corrected=True)
+    with pytest.raises(ValueError, match="correction"):
+        checks.holds("p", "c", "s", holds=False, evidence="e", if_wrong=checks.CORRECTED,
+                     corrected=True)
