@@ -328,6 +328,32 @@ def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, 
     return _first_layer_lognorms(r, ds, vjp)
 
 
+def shaped_nonlinearity(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch.Generator,
+                        activation: Activation, gains,
+                        weights: Weights = "orthogonal") -> torch.Tensor:
+    """How far each layer of the shaped network of eq. (11) is from its linearization.
+
+    For layer l with pre-activation ``u = alpha_l BN(W_l X_l)`` (standard BN) returns
+    ``||act(u) - u||_F / ||u||_F``, the relative deviation of the layer's output from the linear
+    map ``u -> u`` (the linearization at 0 of tanh and sin); 0 means the layer is linear.
+    Returns (n_nets, depth)."""
+    depth = v.positive_int("depth", depth)
+    n_nets = v.positive_int("n_nets", n_nets)
+    if not callable(activation):
+        raise TypeError("activation must be callable")
+    gs = _gains("gains", gains, depth)
+    x = _inputs(x0, n_nets)
+    out = torch.empty(n_nets, depth, dtype=DTYPE, device=x.device)
+    for ell, w in enumerate(_weight_stream(weights, n_nets, x.shape[1], depth, gen)):
+        h = w @ x
+        h = h - h.mean(dim=-1, keepdim=True)
+        u = gs[ell] * (h / h.norm(dim=-1, keepdim=True) * math.sqrt(h.shape[-1]))
+        y = activation(u)
+        out[:, ell] = (y - u).flatten(1).norm(dim=1) / u.flatten(1).norm(dim=1)
+        x = y
+    return out
+
+
 def shaped_leaky_relu(slope: float) -> Activation:
     """LeakyReLU with negative slope ``slope`` (activation shaping: slope -> 1 is linear)."""
     slope = v.in_interval("slope", slope, 0.0, 1.0, closed_hi=True)
@@ -341,4 +367,4 @@ def shaped_leaky_relu(slope: float) -> Activation:
 __all__ = ["bn", "bn_centered", "gram_eigenvalues", "isometry_gap", "isometry",
            "row_norm_factor", "spectral_inputs", "isometry_gaps_in_depth",
            "first_layer_grad_lognorm", "bn_standard", "shaped_weight_grad_lognorms",
-           "shaped_first_layer_grad_lognorm", "shaped_leaky_relu"]
+           "shaped_first_layer_grad_lognorm", "shaped_nonlinearity", "shaped_leaky_relu"]

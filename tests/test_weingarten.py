@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import haarpy
 import pytest
 import sympy as sp
 import torch
@@ -26,8 +27,6 @@ from eit.weingarten import (
     weingarten_matrix,
     weingarten_o,
 )
-
-haarpy = pytest.importorskip("haarpy")
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])

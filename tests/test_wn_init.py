@@ -321,3 +321,44 @@ def test_wn_mlp_model_bad_arguments(kwargs, name, error):
     scheme = args.pop("scheme")
     with pytest.raises(error, match=name):
         W.wn_mlp_model(scheme, **args)
+
+
+def test_stage_resnet_one_stage_is_wn_resnet():
+    x = torch.randn(3, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    for direction in W.DIRECTIONS:
+        a = W.wn_stage_resnet(x, [6], [4], direction, n_nets=5, gen=generator(7), backward=True)
+        b = W.wn_resnet(x, [6] * 4, direction, n_nets=5, gen=generator(7), backward=True)
+        assert a.boundaries == (0, 4) and a.widths == (6,) * 5
+        assert torch.allclose(a.log_h, b.log_h) and torch.allclose(a.log_grad, b.log_grad)
+
+
+def test_stage_resnet_shapes_and_mean_square():
+    gen = generator(3)
+    x = torch.randn(2, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    r = W.wn_stage_resnet(x, [4, 8], [1, 2], "orthogonal", n_nets=4000, gen=gen, backward=True)
+    assert r.log_h.shape == (4, 4000, 2) and r.log_grad.shape == (4, 4000, 2)
+    assert r.boundaries == (0, 1, 3) and r.widths == (4, 4, 8, 8)
+    # forward: exact mean square prod (1 + 1/B_k)^B_k; the projection preserves it
+    fwd = (2 * r.log_h_ratio[-1]).exp().mean(-1)
+    theory = 2.0 * 1.5**2
+    assert abs(float(fwd.mean()) - theory) < 5 * float(fwd.std()) / math.sqrt(4000)
+    assert torch.allclose(r.log_grad_ratio[-1], torch.zeros(4000, 2, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(widths=[4, 8], blocks=[1]), "widths and blocks"),
+    (dict(widths=[4], blocks=[0]), "blocks"),
+    (dict(widths=[4], blocks=[1], gammas=[0.0]), "gammas"),
+    (dict(widths=[4], blocks=[1], gammas=[1.0, 2.0]), "gammas"),
+    (dict(widths=[4], blocks=[1], direction="gaussian"), "direction")])
+def test_stage_resnet_bad_arguments(kwargs, name):
+    args = dict(direction="sphere") | kwargs
+    with pytest.raises(ValueError, match=name):
+        W.wn_stage_resnet(torch.ones(2, 4), args.pop("widths"), args.pop("blocks"),
+                          args.pop("direction"), n_nets=2, gen=generator(0), **args)
+
+
+def test_stage_resnet_needs_backward_for_gradients():
+    r = W.wn_stage_resnet(torch.ones(1, 3), [3], [1], "sphere", n_nets=2, gen=generator(0))
+    with pytest.raises(ValueError, match="backward"):
+        _ = r.log_grad_ratio
