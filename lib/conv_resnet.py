@@ -225,5 +225,27 @@ def forward_sq_norms(images: torch.Tensor, init: str, *, channels: int, blocks: 
     return torch.stack(out)
 
 
-__all__ = ["INITS", "ConvResNet", "block_factor", "conv_resnet", "forward_sq_norms", "init_std",
-           "standardize"]
+def architecture_size(*, in_channels: int, stem_channels: int, channels: Sequence[int],
+                      blocks: Sequence[int], kernel: int = 3) -> tuple[int, int]:
+    """(number of convolutions, number of convolution weights) of a Table 1 style network.
+
+    A stem ``in_channels -> stem_channels``, then per stage ``s`` ``blocks[s]`` residual blocks
+    of two k x k convolutions; the first C_1 of each stage maps the previous width to
+    ``channels[s]``, every other convolution is ``channels[s] -> channels[s]``. No biases; the
+    fixed random last layer is not counted (it is not trained).
+    """
+    in_channels = v.positive_int("in_channels", in_channels)
+    stem_channels = v.positive_int("stem_channels", stem_channels)
+    stages = _stages(list(channels), list(blocks))
+    kernel = _kernel(kernel)
+    convs, weights, c = 1, kernel * kernel * in_channels * stem_channels, stem_channels
+    for c_out, count in stages:
+        for _ in range(count):
+            convs += 2
+            weights += kernel * kernel * (c * c_out + c_out * c_out)
+            c = c_out
+    return convs, weights
+
+
+__all__ = ["INITS", "ConvResNet", "architecture_size", "block_factor", "conv_resnet",
+           "forward_sq_norms", "init_std", "standardize"]

@@ -111,6 +111,9 @@ class ResidualConstruction:
     q: torch.Tensor                      # (r, k) surrogate labels, unit vectors
     rho_p: float
     conditions: list[dict[str, bool]] = field(default_factory=list)   # per block, last included
+    # per block (last included): max |h + T(h) - intended| over all points, where intended is
+    # the target for the points of S and the unchanged h for every other point
+    block_errors: list[float] = field(default_factory=list)
 
     @property
     def k(self) -> int:
@@ -134,14 +137,17 @@ def skip_map(h: torch.Tensor, r: int) -> torch.Tensor:
 
 
 def build(x, labels, r: int, k: int, rho_p: float, *,
-          gen: torch.Generator) -> ResidualConstruction:
+          gen: torch.Generator, project: bool = True) -> ResidualConstruction:
     """Construct the network of Theorem 3.2 (proofs of Lemma B.2 and Theorem 3.2).
 
     ``x``: (n, d) inputs, ``labels``: n ints in [0, r). A_0 has N(0, 1/k) entries (the
     scaling that makes ||A_0 x|| close to 1), q_1..q_r are uniform unit vectors of R^k, and
     block j moves the points jk+1..(j+1)k of the current hidden layer to their q. Lemma B.1
     is applied whether or not its hypotheses hold; :func:`lemma_b1_conditions` of every block
-    (the last one included) is recorded in ``conditions``.
+    (the last one included) is recorded in ``conditions``, and how far each block is from
+    doing its job (moving S to its targets and fixing the rest) in ``block_errors``.
+    ``project=False`` skips the random projection (A_0 = I, needs d = k): the inputs are then
+    the z^(i) of Lemma B.2 themselves.
     """
     x = tensor("x", x, ndim=2)
     labels = torch.as_tensor(labels, dtype=torch.long)
@@ -149,22 +155,33 @@ def build(x, labels, r: int, k: int, rho_p: float, *,
     if labels.shape != (x.shape[0],) or labels.min() < 0 or labels.max() >= r:
         raise ValueError(f"labels must be {x.shape[0]} ints in [0, r={r})")
     rho_p = in_interval("rho_p", rho_p, 0.0, 0.5)
+    if not isinstance(project, bool):
+        raise TypeError(f"project must be a bool, got {type(project).__name__}")
     n, d = x.shape
-    A0 = torch.randn(k, d, generator=gen, device=gen.device, dtype=DTYPE) / math.sqrt(k)
+    if project:
+        A0 = torch.randn(k, d, generator=gen, device=gen.device, dtype=DTYPE) / math.sqrt(k)
+    elif d != k:
+        raise ValueError(f"project=False needs x of dimension d = k = {k}, got d = {d}")
+    else:
+        A0 = torch.eye(k, dtype=DTYPE, device=x.device)
     q = unit_sphere(r, k, gen=gen)
     h = x @ A0.T
     v = q[labels]
-    blocks, conditions = [], []
+    blocks, conditions, errors = [], [], []
     for start in range(0, n, k):
         S = torch.arange(start, min(start + k, n))
         conditions.append(lemma_b1_conditions(h, S, rho_p))
         U, V, s = lemma_b1(h, S, v[S], rho_p)
         blocks.append((U, V, s))
+        intended = h.clone()
+        intended[S] = v[S]
         h = h + block(h, U, V, s)
+        errors.append(float((h - intended).abs().max()))
+    eye_r = torch.eye(r, dtype=DTYPE, device=q.device)
     conditions.append(lemma_b1_conditions(q, torch.arange(r), rho_p))
-    last = lemma_b1(q, torch.arange(r), torch.eye(r, dtype=DTYPE), rho_p,
-                    skip=lambda u: skip_map(u, r))
-    return ResidualConstruction(A0, blocks, last, q, rho_p, conditions)
+    last = lemma_b1(q, torch.arange(r), eye_r, rho_p, skip=lambda u: skip_map(u, r))
+    errors.append(float((skip_map(q, r) + block(q, *last) - eye_r).abs().max()))
+    return ResidualConstruction(A0, blocks, last, q, rho_p, conditions, errors)
 
 
 def forward(net: ResidualConstruction, x) -> tuple[torch.Tensor, torch.Tensor]:

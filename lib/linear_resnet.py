@@ -379,6 +379,9 @@ def orthogonal_root(Q: np.ndarray, q: int) -> np.ndarray:
     return _root_from_blocks(S, blocks, q)
 
 
+_IDENTITY_TOL = 1e-12          # singular values this close to 1 count as K = I (gamma = 0)
+
+
 def small_norm_optimum(R: np.ndarray, ell: int, *, method: str = "svd") -> np.ndarray:
     """A global optimum A* of f with small ||A*|| (Theorem 2.1, proof in Appendix A.1).
 
@@ -387,8 +390,10 @@ def small_norm_optimum(R: np.ndarray, ell: int, *, method: str = "svd") -> np.nd
     orthogonal root, K as p factors diag(k_i^{1/p}), with 2q + p = l.
     ``method="polar"`` uses the polar decomposition R = Q P (Q = U V^T, P = V K V^T): q factors
     of Q^{1/q} and p factors of P^{1/p}, with q + p = l.
-    The integers p, q >= 1 minimise the largest factor norm. Returns A* of shape (l, d, d),
-    A*_1 acting first.
+    The integers p, q >= 0 minimise the largest factor norm; p = 0 is allowed only when
+    K = I (gamma = 0) and q = 0 only when the orthogonal factors are I, so that no layer is
+    spent on a factor that is already the identity. Returns A* of shape (l, d, d), A*_1
+    acting first.
     """
     R = np.asarray(R, dtype=float)
     ell = positive_int("ell", ell)
@@ -399,8 +404,6 @@ def small_norm_optimum(R: np.ndarray, ell: int, *, method: str = "svd") -> np.nd
         raise ValueError("R must have det R > 0: products of (I + A_i) with ||A_i|| < 1 have "
                          "positive determinant")
     n_rot = 2 if method == "svd" else 1
-    if ell < n_rot + 1:
-        raise ValueError(f"ell must be >= {n_rot + 1} for method {method!r}, got {ell}")
     U, k, Vt = np.linalg.svd(R)
     if np.linalg.det(U) < 0:                       # flip one singular pair: det U = det V = +1
         U[:, -1] *= -1
@@ -409,17 +412,27 @@ def small_norm_optimum(R: np.ndarray, ell: int, *, method: str = "svd") -> np.nd
         else [_rotation_blocks(U @ Vt)]
     theta = max((abs(t) for _, blocks in rotations for *_, t in blocks), default=0.0)
 
+    k_identity = float(np.max(np.abs(k - 1))) <= _IDENTITY_TOL     # K = I: p = 0 allowed
+    q_min = 0 if theta == 0.0 else 1                             # no rotation: q = 0 allowed
+    p_min = 0 if k_identity else 1
+    splits = [q for q in range(q_min, ell // n_rot + 1) if ell - n_rot * q >= p_min]
+    if not splits:
+        raise ValueError(f"ell must be >= {n_rot * q_min + p_min} for method {method!r} and this "
+                         f"R, got {ell}")
+
     def worst(q: int) -> float:                    # the largest factor norm for this split
         p = ell - n_rot * q
-        return max(2 * abs(math.sin(theta / (2 * q))), float(np.max(np.abs(k ** (1 / p) - 1))))
+        rot = 2 * abs(math.sin(theta / (2 * q))) if q > 0 else 0.0
+        return max(rot, float(np.max(np.abs(k ** (1 / p) - 1))) if p > 0 else 0.0)
 
-    q = min(range(1, (ell - 1) // n_rot + 1), key=worst)
+    q = min(splits, key=worst)
     p = ell - n_rot * q
-    roots = [_root_from_blocks(S, blocks, q) for S, blocks in rotations]
+    roots = [_root_from_blocks(S, blocks, max(q, 1)) for S, blocks in rotations]
+    k_root = [np.diag(k ** (1 / p))] * p if p > 0 else []
     if method == "svd":
-        factors = [roots[0]] * q + [np.diag(k ** (1 / p))] * p + [roots[1]] * q
+        factors = [roots[0]] * q + k_root + [roots[1]] * q
     else:
-        factors = [Vt.T @ np.diag(k ** (1 / p)) @ Vt] * p + [roots[0]] * q
+        factors = [Vt.T @ M @ Vt for M in k_root] + [roots[0]] * q
     d = R.shape[0]
     return np.stack([M - np.eye(d) for M in factors])
 

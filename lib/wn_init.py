@@ -154,8 +154,28 @@ def backward_layer_ratio(u: torch.Tensor, n: int, direction: Direction, *, n_net
 # ---------------------------------------------------------------------------------------------
 
 
+class _LogRatios:
+    """Log-norm ratios shared by the ResNet statistics: to the input, and to the top gradient."""
+
+    log_h: torch.Tensor
+    log_grad: torch.Tensor | None
+    _backward_call = "backward=True"
+
+    @property
+    def log_h_ratio(self) -> torch.Tensor:
+        """log(||h^i|| / ||x||), i = 0 (the input) to the last block."""
+        return self.log_h - self.log_h[0]
+
+    @property
+    def log_grad_ratio(self) -> torch.Tensor:
+        """log(||dl/dh^i|| / ||dl/dh^out||), i = 0 (the input) to the last block."""
+        if self.log_grad is None:
+            raise ValueError(f"log_grad_ratio needs a backward pass: call {self._backward_call}")
+        return self.log_grad - self.log_grad[-1]
+
+
 @dataclass(frozen=True)
-class ResNetStats:
+class ResNetStats(_LogRatios):
     """Per-block statistics of a batch of weight-normalized ResNets (natural logarithms).
 
     Shapes: ``(B+1, n_nets, N)`` for ``log_h`` and ``log_grad``, ``(B, n_nets, N)`` otherwise.
@@ -168,6 +188,8 @@ class ResNetStats:
     * ``cos_j[b]`` = cos(d, J_b^T d), the angle Theorem 4 assumes to be 90 degrees.
     """
 
+    _backward_call = "wn_resnet(backward=True)"
+
     log_h: torch.Tensor
     log_f: torch.Tensor
     cos_f: torch.Tensor
@@ -179,17 +201,6 @@ class ResNetStats:
     def blocks(self) -> int:
         return self.log_f.shape[0]
 
-    @property
-    def log_h_ratio(self) -> torch.Tensor:
-        """log(||h^b|| / ||x||), b = 0..B."""
-        return self.log_h - self.log_h[0]
-
-    @property
-    def log_grad_ratio(self) -> torch.Tensor:
-        """log(||dl/dh^b|| / ||dl/dh^B||), b = 0..B."""
-        if self.log_grad is None:
-            raise ValueError("log_grad_ratio needs a backward pass: call wn_resnet(backward=True)")
-        return self.log_grad - self.log_grad[-1]
 
 
 def _block_gains(name: str, value, blocks: int) -> list[float | None]:
@@ -525,7 +536,7 @@ __all__ = ["DIRECTIONS", "MLP_SCHEMES", "SCHEMES", "WNMLP", "Direction", "MLPSch
 
 
 @dataclass(frozen=True)
-class StageStats:
+class StageStats(_LogRatios):
     """Per-block log-norms of a batch of multi-stage weight-normalized ResNets.
 
     ``log_h[i]`` = log ||h^i|| and ``log_grad[i]`` = log ||dl/dh^i|| (shape
@@ -533,23 +544,13 @@ class StageStats:
     stage k ends (``boundaries[0] = 0`` is the input), ``widths[i]`` the width of h^i.
     """
 
+    _backward_call = "wn_stage_resnet(backward=True)"
+
     log_h: torch.Tensor
     boundaries: tuple[int, ...]
     widths: tuple[int, ...]
     log_grad: torch.Tensor | None = None
 
-    @property
-    def log_h_ratio(self) -> torch.Tensor:
-        """log(||h^i|| / ||x||), i = 0..B_total."""
-        return self.log_h - self.log_h[0]
-
-    @property
-    def log_grad_ratio(self) -> torch.Tensor:
-        """log(||dl/dh^i|| / ||dl/dh^out||), i = 0..B_total."""
-        if self.log_grad is None:
-            raise ValueError("log_grad_ratio needs a backward pass: "
-                             "call wn_stage_resnet(backward=True)")
-        return self.log_grad - self.log_grad[-1]
 
 
 def wn_stage_resnet(x: torch.Tensor, widths: Sequence[int], blocks: Sequence[int],

@@ -154,3 +154,27 @@ def test_standardize():
     assert torch.allclose(data.x_test.std(dim=(1, 2, 3)), torch.ones(1, dtype=DTYPE))
     with pytest.raises(TypeError, match="data"):
         cr.standardize(torch.zeros(3))
+
+
+def test_architecture_size_table1_and_small():
+    # Table 1 of the paper: stem 3 -> 16, three stages of 9 blocks with 64, 128, 256 channels
+    convs, weights = cr.architecture_size(in_channels=3, stem_channels=16, channels=(64, 128, 256),
+                                          blocks=(9, 9, 9))
+    def stage(c_in, c, b):
+        return 9 * (c_in * c + c * c) + (b - 1) * 9 * 2 * c * c
+
+    assert convs == 55
+    assert weights == 9 * 3 * 16 + stage(16, 64, 9) + stage(64, 128, 9) + stage(128, 256, 9)
+    assert weights == 13_538_736
+    # agrees with the trained parameters of a drawn network (stem width = first stage width)
+    net = cr.conv_resnet("small", channels=(4, 8), blocks=(2, 1), gen=generator(0))
+    n = sum(p.numel() for p in net.parameters())
+    assert cr.architecture_size(in_channels=1, stem_channels=4, channels=(4, 8),
+                                blocks=(2, 1)) == (1 + 2 * 3, n)
+
+
+def test_architecture_size_bad_args():
+    with pytest.raises(ValueError, match="stem_channels"):
+        cr.architecture_size(in_channels=3, stem_channels=0, channels=(4,), blocks=(1,))
+    with pytest.raises(ValueError, match="blocks"):
+        cr.architecture_size(in_channels=3, stem_channels=4, channels=(4, 8), blocks=(1,))

@@ -88,6 +88,10 @@ def test_bad_arguments():
         ex.k_for(10, 0.0)
     with pytest.raises(ValueError, match="c must"):
         ex.k_for(10, 0.5, c=-1)
+    with pytest.raises(ValueError, match="project=False"):
+        ex.build(x, [0, 1, 2, 0, 1], 3, 4, 0.1, gen=g, project=False)
+    with pytest.raises(TypeError, match="project"):
+        ex.build(x, [0, 1, 2, 0, 1], 3, 3, 0.1, gen=g, project="no")
 
 
 def test_build_records_conditions():
@@ -103,3 +107,29 @@ def test_lemma_b1_unmovable_point_gets_zero_column():
     alpha = torch.tensor([[0.5, 0.0], [0.0, 1.0]], dtype=F64)    # ||alpha_1||^2 = 0.25
     U, V, s = ex.lemma_b1(alpha, [0], torch.tensor([[3.0, 3.0]], dtype=F64), 0.1)
     assert torch.equal(V, torch.zeros_like(V))
+
+
+def test_block_errors_small_where_corrected_hypotheses_hold():
+    """Without projection, unit z in R^k: (a) holds exactly; where (b') holds, blocks are exact."""
+    g = generator(3)
+    k, n, r = 128, 300, 5
+    z = ex.unit_sphere(n, k, gen=g)
+    labels = torch.randint(0, r, (n,), generator=g)
+    net = ex.build(z, labels, r, k, 0.2, gen=g, project=False)
+    assert torch.equal(net.A0, torch.eye(k, dtype=F64))
+    assert len(net.block_errors) == net.ell + 1
+    for c, err in zip(net.conditions, net.block_errors, strict=True):
+        if c["norms"] and c["corrected"]:
+            assert c["needed"] and err < 1e-12
+    _, y = ex.forward(net, z)
+    if all(c["norms"] and c["corrected"] for c in net.conditions):
+        assert torch.allclose(y, torch.eye(r, dtype=F64)[labels], atol=1e-12)
+
+
+def test_block_errors_detect_a_moved_outsider():
+    """A point outside S close to a point of S is moved by accident: the block's error shows it."""
+    g = generator(4)
+    x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.995, 0.0998]], dtype=F64)
+    x = x / x.norm(dim=1, keepdim=True)
+    net = ex.build(x, [0, 1, 1], 2, 2, 0.2, gen=g, project=False)
+    assert not net.conditions[0]["needed"] and net.block_errors[0] > 0.1

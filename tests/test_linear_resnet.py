@@ -155,8 +155,10 @@ def test_bad_arguments():
         lr.sample_loss(A, R, torch.zeros(4, 2, dtype=F64), torch.zeros(4, 2, dtype=F64))
     with pytest.raises(ValueError, match="R must have det R > 0"):
         lr.small_norm_optimum(np.diag([1.0, -1.0]), 10)
+    c, s_ = np.cos(1.0), np.sin(1.0)
+    rotated = np.array([[c, -s_], [s_, c]]) @ np.diag([2.0, 1.0])   # rotations and K != I
     with pytest.raises(ValueError, match="ell"):
-        lr.small_norm_optimum(np.eye(2), 2)
+        lr.small_norm_optimum(rotated, 2)          # needs 2q + p >= 3 with q, p >= 1
     with pytest.raises(ValueError, match="R must be invertible"):
         lr.gamma(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="gam"):
@@ -209,3 +211,32 @@ def test_polar_optimum_half_bound(ell):
     assert A.shape == (ell, 5, 5) and np.allclose(P, R, atol=1e-11)
     with pytest.raises(ValueError, match="method"):
         lr.small_norm_optimum(R, ell, method="qr")
+
+
+@pytest.mark.parametrize("ell", [1, 2, 4, 10, 11])
+def test_small_norm_optimum_gamma_zero_uses_every_layer(ell):
+    """K = I (gamma = 0): p = 0, all l layers go to the orthogonal roots (no wasted layer)."""
+    rng = np.random.default_rng(ell)
+    Q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    if np.linalg.det(Q) < 0:
+        Q[:, 0] *= -1
+    theta = max(abs(t) for *_, t in lr._rotation_blocks(Q)[1])
+    for method, n_rot in (("svd", 2), ("polar", 1)):
+        if ell < n_rot:
+            continue
+        A = lr.small_norm_optimum(Q, ell, method=method)
+        P = np.eye(4)
+        for a in A:
+            P = (np.eye(4) + a) @ P
+        assert A.shape == (ell, 4, 4) and np.allclose(P, Q, atol=1e-11)
+        worst = max(np.linalg.norm(a, 2) for a in A)
+        if method == "polar":                  # q = l roots of Q: 2 sin(theta / 2l)
+            assert worst == pytest.approx(2 * np.sin(theta / (2 * ell)), abs=1e-12)
+    if ell % 2 == 0:                            # svd: q = l/2 roots of U and of V^T, p = 0
+        A = lr.small_norm_optimum(Q, ell, method="svd")
+        assert max(np.linalg.norm(a, 2) for a in A) <= lr.theorem21_bound(0.0, ell)
+
+
+def test_small_norm_optimum_identity_target():
+    A = lr.small_norm_optimum(np.eye(3), 1)
+    assert A.shape == (1, 3, 3) and np.allclose(A, 0)
