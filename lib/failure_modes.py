@@ -210,6 +210,39 @@ def gaussian_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch.Gene
     return torch.stack(out)
 
 
+def gaussian_bias_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch.Generator,
+                               nu2=0.0, kappa: float = 1.0, m0: float = 1.0) -> torch.Tensor:
+    """Exact sampler of (M_0, ..., M_d) with Gaussian weights *and* Gaussian biases, any width.
+
+    Weights of layer j are N(0, 2 kappa / n_{j-1}), biases N(0, nu2_j). Given act^(j-1) the
+    pre-activations are i.i.d. N(0, s^2) with ``s^2 = 2 kappa M_{j-1} + nu2_j``, and
+    ``sum_i ReLU(Z_i)^2`` over n_j standard normals is a chi-square with K ~ Binomial(n_j, 1/2)
+    degrees of freedom (the units that are on), i.e. ``2 Gamma(K/2)``. Hence
+    ``M_j = s^2 * chi2_K / n_j``: two draws per layer and net, whatever the width.
+    ``widths = [n_1, ..., n_d]``; ``nu2`` is a scalar or one value >= 0 per layer.
+    Returns shape (d+1, n_nets).
+    """
+    widths = v.widths("widths", widths)
+    n_nets = v.positive_int("n_nets", n_nets)
+    kappa, m0 = v.positive_float("kappa", kappa), v.positive_float("m0", m0)
+    b2 = _seq("nu2", nu2, len(widths))
+    for i, b in enumerate(b2):
+        if isinstance(b, bool) or not isinstance(b, (int, float, Fraction)) \
+                or not math.isfinite(b) or b < 0:
+            raise ValueError(f"nu2[{i}] must be a finite number >= 0, got {b!r}")
+    if not isinstance(gen, torch.Generator):
+        raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
+    m = torch.full((n_nets,), m0, dtype=DTYPE, device=device())
+    out = [m]
+    for width, b in zip(widths, b2, strict=True):
+        count = torch.full((n_nets,), float(width), dtype=DTYPE, device=gen.device)
+        on = torch.binomial(count, torch.full_like(count, 0.5), generator=gen)
+        chi2 = 2 * torch._standard_gamma(on / 2, generator=gen) * (on > 0)
+        m = (2 * kappa * m + float(b)) * chi2.to(device()) / width
+        out.append(m)
+    return torch.stack(out)
+
+
 def named_initializers() -> dict[str, Initializer]:
     """The initializations of Figure 1, as used with ReLU nets (fan-in = input width).
 

@@ -146,3 +146,35 @@ def test_expected_empirical_variance_matches_cross_moments_with_bias():
         (1 if j == k else 2) * fm.cross_moment(mom, j, k, kappa=kap, nu2=nu2)
         for j in range(1, 4) for k in range(j, 4)) / 9
     assert fm.expected_empirical_variance([5, 4, 6, 3], 1, 1, nu2=nu2, kappa=kap) == brute
+
+
+def test_gaussian_bias_chain_matches_moment_recursion():
+    widths, nu2 = [4, 30, 7], [0.5, 0.0, 0.2]
+    m = fm.gaussian_bias_length_chain(widths, n_nets=200000, gen=generator(11), nu2=nu2)
+    assert m.shape == (4, 200000)
+    mom = fm.moment_recursion([3] + widths, 1, 1, nu2=nu2, nu4=[3 * b * b for b in nu2])
+    for j in range(1, 4):
+        assert abs(m[j].mean().item() - float(mom.mean[j])) < 0.02
+        assert abs(m[j].square().mean().item() / float(mom.second[j]) - 1) < 0.05
+
+
+def test_gaussian_bias_chain_agrees_with_explicit_net():
+    x = torch.ones(1, 6, dtype=torch.float64)
+    explicit = fm.relu_mlp_lengths(x, [5, 5], he(), n_nets=100000, gen=generator(12),
+                                   bias=fm.gaussian_bias(0.3))[:, :, 0]
+    chain = fm.gaussian_bias_length_chain([5, 5], n_nets=100000, gen=generator(13), nu2=0.3)
+    for j in (1, 2):
+        for power in (1, 2):
+            a, b = explicit[j].pow(power).mean().item(), chain[j].pow(power).mean().item()
+            assert abs(a / b - 1) < 0.04
+
+
+def test_gaussian_bias_chain_bad_args():
+    with pytest.raises(ValueError, match="nu2"):
+        fm.gaussian_bias_length_chain([3, 3], n_nets=2, gen=generator(0), nu2=-0.1)
+    with pytest.raises(ValueError, match="nu2"):
+        fm.gaussian_bias_length_chain([3, 3], n_nets=2, gen=generator(0), nu2=[0.1])
+    with pytest.raises(ValueError, match="n_nets"):
+        fm.gaussian_bias_length_chain([3], n_nets=0, gen=generator(0))
+    with pytest.raises(TypeError, match="gen"):
+        fm.gaussian_bias_length_chain([3], n_nets=2, gen=0)
