@@ -308,14 +308,24 @@ def shaped_weight_grad_lognorms(x0: torch.Tensor, depth: int, *, n_nets: int,
 
 def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
                                     gen: torch.Generator, activation: Activation, gains,
-                                    weights: Weights = "orthogonal") -> torch.Tensor:
+                                    weights: Weights = "orthogonal",
+                                    with_output_scale: bool = False):
     """log ||dL/dW_0||_F of the shaped network of eq. (11) truncated at each depth L in
     ``depths`` (the first L layers of one deep network; loss as in
-    :func:`shaped_weight_grad_lognorms`). Returns (n_nets, len(depths))."""
+    :func:`shaped_weight_grad_lognorms`). Returns (n_nets, len(depths)).
+
+    With ``with_output_scale=True`` returns a pair ``(first, scale)``: ``scale[:, j]`` is
+    log ||dL/dZ||_F at depth L = depths[j], where Z = BN(W_{L-1} X_{L-1}) is the last layer's
+    (unit-scale) BN output, so that X_L = act(alpha_{L-1} Z). Since BN is invariant to the scale
+    of its input, every inner gain cancels in dL/dW_0 and ``first - scale`` is free of the
+    output's scale; for the identity activation ``scale`` is log alpha_{L-1} exactly. The random
+    draws are the same with or without it."""
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
     if not callable(activation):
         raise TypeError("activation must be callable")
+    if not isinstance(with_output_scale, bool):
+        raise TypeError(f"with_output_scale must be a bool, got {type(with_output_scale).__name__}")
     top = max(ds)
     gs = _gains("gains", gains, top)
     ws, xs = _shaped_forward(x0, top, n_nets, gen, weights, activation, gs)
@@ -325,7 +335,17 @@ def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, 
         return _autograd_vjp(lambda x_, w_: _shaped_layer(x_, w_, activation, gs[ell]),
                              xs[ell], ws[ell], g, ell == 0)
 
-    return _first_layer_lognorms(r, ds, vjp)
+    first = _first_layer_lognorms(r, ds, vjp)
+    if not with_output_scale:
+        return first
+    scale = torch.empty_like(first)
+    for col, depth in enumerate(ds):
+        z = _shaped_layer(xs[depth - 1], ws[depth - 1], lambda h: h, 1.0)
+        with torch.enable_grad():
+            z = z.detach().requires_grad_(True)
+            (gz,) = torch.autograd.grad(activation(gs[depth - 1] * z), z, r)
+        scale[:, col] = torch.log(gz.flatten(1).norm(dim=1))
+    return first, scale
 
 
 def shaped_nonlinearity(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch.Generator,

@@ -223,6 +223,29 @@ def test_shaped_network_with_identity_matches_centered_linear_network():
     assert torch.allclose(per_layer[:, 0], shaped[:, 1], rtol=1e-9)
 
 
+def test_shaped_output_scale_removes_the_last_gain_exactly():
+    """BN is scale invariant, so only the last gain reaches dL/dW_0: first - scale is gain-free."""
+    x0, gains = _matrix(21, 4, 5), [1.0, 0.5, 0.25, 0.2, 0.1]
+    ident = lambda h: h  # noqa: E731
+    first, scale = shaped_first_layer_grad_lognorm(x0, [2, 5], n_nets=3, gen=device.generator(23),
+                                                   activation=ident, gains=gains,
+                                                   with_output_scale=True)
+    plain = shaped_first_layer_grad_lognorm(x0, [2, 5], n_nets=3, gen=device.generator(23),
+                                            activation=ident, gains=gains)
+    unit = shaped_first_layer_grad_lognorm(x0, [2, 5], n_nets=3, gen=device.generator(23),
+                                           activation=ident, gains=1.0)
+    assert torch.equal(first, plain)  # same draws with or without the scale
+    assert torch.allclose(scale, torch.log(torch.tensor([[0.5, 0.1]] * 3, dtype=torch.float64)))
+    assert torch.allclose(first - scale, unit, rtol=1e-9)
+    _, tanh_scale = shaped_first_layer_grad_lognorm(x0, [5], n_nets=3, gen=device.generator(23),
+                                                    activation=torch.tanh, gains=gains,
+                                                    with_output_scale=True)
+    assert torch.all(tanh_scale < math.log(0.1)) and torch.all(tanh_scale > math.log(0.1) - 0.05)
+    with pytest.raises(TypeError, match="with_output_scale"):
+        shaped_first_layer_grad_lognorm(x0, [2], n_nets=1, gen=device.generator(0),
+                                        activation=ident, gains=1.0, with_output_scale="yes")
+
+
 def test_shaped_bad_arguments_name_the_argument():
     with pytest.raises(ValueError, match="gains"):
         shaped_weight_grad_lognorms(_matrix(0, 3), 4, n_nets=1, gen=device.generator(0),
