@@ -225,6 +225,111 @@ def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets:
     return _first_layer_lognorms(r, ds, vjp)
 
 
+Loss = Literal["linear", "cross_entropy", "mse"]
+_LOSSES = ("linear", "cross_entropy", "mse")
+
+
+def logit_loss_gradient(z: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
+    """Gradient with respect to the logits ``z`` (..., C) of the per-sample loss of Lemma D.2,
+    with targets ``y`` (..., C) (one-hot labels or probability vectors), p = softmax(z):
+
+    * ``"cross_entropy"``: L = -sum_i y_i log p_i, gradient p sum_i y_i - y (= p - y);
+    * ``"mse"``: L = (1/C) sum_i (y_i - p_i)^2 (the paper's MSE on the softmax output),
+      gradient (2/C) (diag p - p p^T)(p - y).
+    """
+    if not isinstance(z, torch.Tensor) or z.ndim < 1:
+        raise TypeError(f"z must be a torch.Tensor of logits (..., C), got {z!r:.60}")
+    z = v.tensor("z", z, ndim=z.ndim)
+    if z.shape[-1] < 2:
+        raise ValueError(f"z must have at least 2 classes in its last dimension, got shape "
+                         f"{tuple(z.shape)}")
+    if not isinstance(y, torch.Tensor):
+        raise TypeError(f"y must be a torch.Tensor, got {type(y).__name__}")
+    if y.shape != z.shape:
+        raise ValueError(f"y must have the shape of z {tuple(z.shape)}, got {tuple(y.shape)}")
+    y = v.tensor("y", y, ndim=y.ndim)
+    if loss not in ("cross_entropy", "mse"):
+        raise ValueError(f"loss must be 'cross_entropy' or 'mse', got {loss!r}")
+    p = torch.softmax(z, dim=-1)
+    if loss == "cross_entropy":
+        return p * y.sum(dim=-1, keepdim=True) - y
+    u = p - y
+    return 2.0 / z.shape[-1] * (p * u - p * (p * u).sum(dim=-1, keepdim=True))
+
+
+def _labels(labels, n_classes, n: int, d: int) -> torch.Tensor:
+    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or not 2 <= n_classes <= d:
+        raise ValueError(f"n_classes must be an int in [2, d] = [2, {d}] (the head has "
+                         f"orthonormal rows), got {n_classes!r}")
+    if not isinstance(labels, torch.Tensor):
+        raise TypeError(f"labels must be a torch.Tensor, got {type(labels).__name__}")
+    if labels.shape != (n,) or labels.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"labels must be an integer tensor of shape (n,) = ({n},), got "
+                         f"{labels.dtype} of shape {tuple(labels.shape)}")
+    if (labels < 0).any() or (labels >= n_classes).any():
+        raise ValueError(f"labels must lie in [0, n_classes) = [0, {n_classes})")
+    onehot = torch.zeros(n_classes, n, dtype=DTYPE)
+    onehot[labels.cpu(), torch.arange(n)] = 1.0
+    return onehot.to(device())
+
+
+def weight_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
+                         gen: torch.Generator, weights: Weights = "orthogonal",
+                         loss: Loss = "linear", labels: torch.Tensor | None = None,
+                         n_classes: int | None = None) -> torch.Tensor:
+    """log ||dL/dW_l||_F for every layer l < L of the BN network X_{l+1} = BN(W_l X_l) (eq. 3,
+    linear activations) truncated at each depth L in ``depths`` (the first L layers of one deep
+    network per ``n_nets``, as in :func:`first_layer_grad_lognorm`).
+
+    Losses: ``"linear"``, L = <R, X_L>_F with ||R||_F = 1 (the same draws as
+    :func:`first_layer_grad_lognorm`, whose result is ``out[:, :, 0]``); ``"cross_entropy"`` and
+    ``"mse"`` (see :func:`logit_loss_gradient`), averaged over the n samples, on the logits
+    Z = W_out X_L with a Haar head W_out (n_classes x d, orthonormal rows; the paper's H^L) and
+    integer ``labels`` (n,). Returns (n_nets, len(depths), max(depths)); entries with l >= L
+    are NaN. The backward pass renormalizes in log space, so nothing overflows at any depth.
+    """
+    ds = v.widths("depths", list(depths))
+    n_nets = v.positive_int("n_nets", n_nets)
+    if loss not in _LOSSES:
+        raise ValueError(f"loss must be one of {_LOSSES}, got {loss!r}")
+    x = _inputs(x0, n_nets)
+    d, n = x.shape[1], x.shape[2]
+    if loss == "linear":
+        if labels is not None or n_classes is not None:
+            raise ValueError("labels and n_classes are only used with loss 'cross_entropy' or "
+                             "'mse'")
+    else:
+        onehot = _labels(labels, n_classes, n, d)
+    top = max(ds)
+    ws, xs = [], [x]
+    for w in _weight_stream(weights, n_nets, d, top, gen):
+        ws.append(w)
+        xs.append(_layer(xs[-1], w, None, False))
+    head = (_readout(n_nets, d, n, gen) if loss == "linear"
+            else haar_orthogonal(n_nets, n_classes, d, gen=gen))
+    out = torch.full((n_nets, len(ds), top), math.nan, dtype=DTYPE, device=x.device)
+    for col, depth in enumerate(ds):
+        if loss == "linear":
+            g = head
+        else:
+            z = head @ xs[depth]                                        # (n_nets, C, n)
+            gz = logit_loss_gradient(z.transpose(-2, -1), onehot.T.expand(n_nets, n, -1), loss)
+            g = head.transpose(-2, -1) @ gz.transpose(-2, -1) / n       # dL/dX_L
+        norm = g.flatten(1).norm(dim=1)
+        logscale, g = torch.log(norm), g / norm.view(-1, 1, 1)
+        for ell in range(depth - 1, -1, -1):
+            h = ws[ell] @ xs[ell]
+            gh = (g - xs[ell + 1] * (g * xs[ell + 1]).sum(dim=-1, keepdim=True)) \
+                / h.norm(dim=-1, keepdim=True)
+            out[:, col, ell] = logscale + torch.log((gh @ xs[ell].transpose(-2, -1)).flatten(1)
+                                                    .norm(dim=1))
+            if ell:
+                g = ws[ell].transpose(-2, -1) @ gh
+                norm = g.flatten(1).norm(dim=1)
+                logscale, g = logscale + torch.log(norm), g / norm.view(-1, 1, 1)
+    return out
+
+
 def spectral_inputs(n_mats: int, d: int, *, gen: torch.Generator, spread: float,
                     n: int | None = None) -> torch.Tensor:
     """Random batches X = U diag(s) V^T of shape (n_mats, d, n) with prescribed spread of
@@ -386,5 +491,6 @@ def shaped_leaky_relu(slope: float) -> Activation:
 
 __all__ = ["bn", "bn_centered", "gram_eigenvalues", "isometry_gap", "isometry",
            "row_norm_factor", "spectral_inputs", "isometry_gaps_in_depth",
-           "first_layer_grad_lognorm", "bn_standard", "shaped_weight_grad_lognorms",
+           "first_layer_grad_lognorm", "weight_grad_lognorms", "logit_loss_gradient",
+           "bn_standard", "shaped_weight_grad_lognorms",
            "shaped_first_layer_grad_lognorm", "shaped_nonlinearity", "shaped_leaky_relu"]

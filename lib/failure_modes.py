@@ -243,6 +243,57 @@ def gaussian_bias_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch
     return torch.stack(out)
 
 
+def relu_residual_chain(x: torch.Tensor, etas: Sequence[float], *, n_nets: int,
+                        gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact sampler of a ResNet stream whose modules are one ReLU layer with Gaussian weights.
+
+    Module l maps the stream h (width n) to ``ReLU(W_l h)`` with W_l i.i.d. N(0, 2/n) (He
+    normal, zero bias), and ``h_l = h_{l-1} + eta_l ReLU(W_l h_{l-1})``. Given h_{l-1}, W_l h_{l-1}
+    is N(0, (2/n) ||h_{l-1}||^2 I) whatever the direction of h_{l-1}, hence exactly
+    ``h_l = h_{l-1} + eta_l sqrt(2/n) ||h_{l-1}|| ReLU(Z_l)`` with fresh standard normals Z_l:
+    n draws per module and network instead of a weight matrix of n^2.
+
+    Args:
+        x: the input, shape ``(n,)`` (shared by all networks) or ``(n_nets, n)``; no zero rows.
+        etas: the scales ``[eta_1, ..., eta_L]`` (non-negative).
+        n_nets: number of independent networks.
+        gen: random generator (see :func:`eit.device.generator`).
+    Returns:
+        ``(log_len, unit_sum)``, both of shape ``(L+1, n_nets)``: ``log ||h_l||`` and the
+        coordinate sum of the unit stream ``h_l / ||h_l||``, for l = 0..L (as
+        :func:`eit.resnets.residual_log_lengths` with ``observe=lambda h: h.sum(-1)``).
+    """
+    x = v.tensor("x", x, ndim=(1, 2))
+    n_nets = v.positive_int("n_nets", n_nets)
+    if isinstance(etas, (str, bytes)) or not isinstance(etas, Sequence) or len(etas) == 0:
+        raise ValueError(f"etas must be a non-empty sequence of numbers, got {etas!r}")
+    for i, eta in enumerate(etas):
+        if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not eta >= 0 \
+                or not math.isfinite(eta):
+            raise ValueError(f"etas[{i}] must be a finite non-negative number, got {eta!r}")
+    if not isinstance(gen, torch.Generator):
+        raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
+    if x.ndim == 2 and x.shape[0] != n_nets:
+        raise ValueError(f"x must have shape (n,) or (n_nets={n_nets}, n), got {tuple(x.shape)}")
+    h = x.to(device=device(), dtype=DTYPE).expand(n_nets, -1)
+    width = h.shape[-1]
+    r = h.norm(dim=-1)
+    if not bool((r > 0).all()):
+        raise ValueError("x must have no zero rows")
+    h = h / r.unsqueeze(-1)
+    log_len = torch.log(r)
+    logs, sums = [log_len], [h.sum(-1)]
+    scale = math.sqrt(2.0 / width)
+    for eta in etas:                       # h is the unit stream: ||h|| = 1 before each module
+        h = h + (eta * scale) * randn(n_nets, width, gen=gen).clamp_min_(0)
+        r = h.norm(dim=-1)
+        h = h / r.unsqueeze(-1)
+        log_len = log_len + torch.log(r)
+        logs.append(log_len)
+        sums.append(h.sum(-1))
+    return torch.stack(logs), torch.stack(sums)
+
+
 def named_initializers() -> dict[str, Initializer]:
     """The initializations of Figure 1, as used with ReLU nets (fan-in = input width).
 

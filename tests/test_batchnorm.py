@@ -19,12 +19,14 @@ from eit.batchnorm import (
     isometry,
     isometry_gap,
     isometry_gaps_in_depth,
+    logit_loss_gradient,
     row_norm_factor,
     shaped_first_layer_grad_lognorm,
     shaped_leaky_relu,
     shaped_nonlinearity,
     shaped_weight_grad_lognorms,
     spectral_inputs,
+    weight_grad_lognorms,
 )
 from eit.initializers import haar_orthogonal
 
@@ -282,3 +284,79 @@ def test_shaped_nonlinearity_bad_arguments_name_the_argument():
     with pytest.raises(TypeError, match="activation"):
         shaped_nonlinearity(_matrix(0, 3), 2, n_nets=1, gen=device.generator(0),
                             activation="tanh", gains=1.0)
+
+
+def test_logit_loss_gradient_matches_autograd():
+    gen = device.generator(31)
+    z = (3 * device.randn(50, 5, gen=gen)).requires_grad_(True)
+    y = torch.softmax(device.randn(50, 5, gen=gen), dim=1)          # soft targets
+    y[:25] = torch.nn.functional.one_hot(torch.arange(25) % 5, 5).to(y)
+    logp = torch.log_softmax(z, dim=1)
+    for loss, per in (("cross_entropy", -(y * logp).sum(dim=1)),
+                      ("mse", ((y - logp.exp()) ** 2).sum(dim=1) / 5)):
+        (grad,) = torch.autograd.grad(per.sum(), z, retain_graph=True)
+        assert torch.allclose(logit_loss_gradient(z.detach(), y, loss), grad, atol=1e-13)
+
+
+def test_logit_loss_gradient_bad_arguments_name_the_argument():
+    z = torch.zeros(3, 4, dtype=torch.float64)
+    with pytest.raises(ValueError, match="loss"):
+        logit_loss_gradient(z, z, "hinge")
+    with pytest.raises(ValueError, match="y must have the shape"):
+        logit_loss_gradient(z, z[:, :3], "mse")
+    with pytest.raises(TypeError, match="z"):
+        logit_loss_gradient([1.0, 2.0], z, "mse")
+    with pytest.raises(ValueError, match="z"):
+        logit_loss_gradient(torch.zeros(3, 1, dtype=torch.float64), torch.zeros(3, 1), "mse")
+
+
+def test_weight_grad_lognorms_first_layer_matches_first_layer_function():
+    x0 = _matrix(40, 5)
+    every = weight_grad_lognorms(x0, [1, 3, 6], n_nets=3, gen=device.generator(41))
+    first = first_layer_grad_lognorm(x0, [1, 3, 6], n_nets=3, gen=device.generator(41))
+    assert every.shape == (3, 3, 6)
+    assert torch.allclose(every[:, :, 0], first, atol=1e-12)
+    assert torch.isnan(every[:, 0, 1:]).all() and torch.isnan(every[:, 1, 3:]).all()
+    assert torch.isfinite(every[:, 2]).all()
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "mse"])
+def test_weight_grad_lognorms_match_autograd_at_every_layer(loss):
+    d, n, depth, n_nets, n_classes = 5, 5, 4, 2, 3
+    x0 = _matrix(42, d, n)
+    labels = torch.tensor([0, 2, 1, 1, 0])
+    out = weight_grad_lognorms(x0, [depth], n_nets=n_nets, gen=device.generator(43), loss=loss,
+                               labels=labels, n_classes=n_classes)
+    gen = device.generator(43)                    # the same draws: weights, then the head
+    ws = [w.clone().requires_grad_(True) for w in
+          haar_orthogonal(n_nets * depth, d, d, gen=gen).view(depth, n_nets, d, d)]
+    head = haar_orthogonal(n_nets, n_classes, d, gen=gen)
+    x = x0.expand(n_nets, d, n)
+    for w in ws:
+        x = bn(w @ x)
+    logp = torch.log_softmax((head @ x).transpose(-2, -1), dim=-1)  # (n_nets, n, C)
+    y = torch.nn.functional.one_hot(labels, n_classes).to(logp)
+    per = (-(y * logp).sum(-1) if loss == "cross_entropy"
+           else ((y - logp.exp()) ** 2).sum(-1) / n_classes)
+    grads = torch.autograd.grad(per.mean(-1).sum(), ws)
+    expected = torch.stack([torch.log(g.flatten(1).norm(dim=1)) for g in grads], dim=1)
+    assert torch.allclose(out[:, 0, :], expected, atol=1e-10)
+
+
+def test_weight_grad_lognorms_bad_arguments_name_the_argument():
+    x0, gen = _matrix(0, 4), device.generator(0)
+    with pytest.raises(ValueError, match="loss"):
+        weight_grad_lognorms(x0, [2], n_nets=1, gen=gen, loss="hinge")
+    with pytest.raises(ValueError, match="labels and n_classes"):
+        weight_grad_lognorms(x0, [2], n_nets=1, gen=gen, n_classes=2)
+    with pytest.raises(ValueError, match="n_classes"):
+        weight_grad_lognorms(x0, [2], n_nets=1, gen=gen, loss="mse",
+                             labels=torch.zeros(4, dtype=torch.int64), n_classes=5)
+    with pytest.raises(ValueError, match="labels"):
+        weight_grad_lognorms(x0, [2], n_nets=1, gen=gen, loss="mse",
+                             labels=torch.tensor([0, 1, 2, 3]), n_classes=3)
+    with pytest.raises(TypeError, match="labels"):
+        weight_grad_lognorms(x0, [2], n_nets=1, gen=gen, loss="cross_entropy", labels=[0, 1, 0, 1],
+                             n_classes=2)
+    with pytest.raises(ValueError, match="depths"):
+        weight_grad_lognorms(x0, [0], n_nets=1, gen=gen)

@@ -178,3 +178,50 @@ def test_gaussian_bias_chain_bad_args():
         fm.gaussian_bias_length_chain([3], n_nets=0, gen=generator(0))
     with pytest.raises(TypeError, match="gen"):
         fm.gaussian_bias_length_chain([3], n_nets=2, gen=0)
+
+
+def test_relu_residual_chain_matches_explicit_modules():
+    from eit import resnets
+
+    x = torch.tensor([0.3, 0.1, 0.5, 0.2, 0.4], dtype=torch.float64)
+    etas = [1.0, 0.5, 0.25]
+    log_s, sum_s = fm.relu_residual_chain(x, etas, n_nets=20000, gen=generator(1))
+    log_e, sum_e = resnets.residual_log_lengths(x.unsqueeze(0), resnets.relu_layer(he()), etas,
+                                                n_nets=20000, gen=generator(2),
+                                                observe=lambda h: h.sum(-1))
+    assert log_s.shape == sum_s.shape == (4, 20000)
+    assert torch.allclose(log_s[0], torch.log(x.norm()).expand(20000))
+    for a, b in ((torch.exp(2 * log_s), torch.exp(2 * log_e[:, :, 0])), (sum_s, sum_e[:, :, 0])):
+        ma, mb = a.mean(1), b.mean(1)
+        se = (a.var(1) / 20000 + b.var(1) / 20000).sqrt()
+        assert bool(((ma - mb).abs() <= 5 * se + 1e-12).all())
+    # non-negative input: the stream only grows (the module adds ReLU outputs)
+    assert bool((torch.diff(log_s, dim=0) >= -1e-12).all())
+
+
+def test_relu_residual_chain_one_step_mean():
+    # E[M_1] = M_0 (1 + eta^2 + 2 eta sum(x^) / sqrt(n pi)) for a unit input
+    x = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    log_len, _ = fm.relu_residual_chain(x, [0.7], n_nets=100000, gen=generator(3))
+    m1 = torch.exp(2 * log_len[1])
+    exact = 1 + 0.49 + 2 * 0.7 / (4 * torch.pi) ** 0.5
+    assert abs(m1.mean().item() - exact) <= 5 * (m1.std().item() / 100000**0.5)
+
+
+def test_relu_residual_chain_bad_args():
+    x = torch.ones(3, dtype=torch.float64)
+    gen = generator(0)
+    with pytest.raises(ValueError, match="etas"):
+        fm.relu_residual_chain(x, [], n_nets=2, gen=gen)
+    with pytest.raises(ValueError, match=r"etas\[1\]"):
+        fm.relu_residual_chain(x, [1.0, -0.5], n_nets=2, gen=gen)
+    with pytest.raises(ValueError, match="n_nets"):
+        fm.relu_residual_chain(x, [1.0], n_nets=0, gen=gen)
+    with pytest.raises(TypeError, match="gen"):
+        fm.relu_residual_chain(x, [1.0], n_nets=2, gen=None)
+    with pytest.raises(ValueError, match="x"):
+        fm.relu_residual_chain(torch.zeros(3, dtype=torch.float64), [1.0], n_nets=2, gen=gen)
+    with pytest.raises(ValueError, match="x"):
+        fm.relu_residual_chain(torch.ones(4, 3, dtype=torch.float64), [1.0], n_nets=2, gen=gen)
+    with pytest.raises(TypeError, match="x"):
+        fm.relu_residual_chain([1.0, 2.0], [1.0], n_nets=2, gen=gen)
