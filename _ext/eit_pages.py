@@ -2,7 +2,7 @@
 
 ``{claims-ledger}`` renders every verdict recorded by the executed chapters and
 ``{chapter-status}`` renders how their committed outputs were produced. Both read the
-committed notebooks through :mod:`eit.ledger` at build time, so the pages cannot drift.
+committed notebooks through :mod:`eit.verdicts.ledger` at build time, so the pages cannot drift.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pybtex.database import parse_file
 from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
-from eit import ledger
-from eit.checks import CONFIRMED, CORRECTED, REFUTED
+from eit.verdicts import ledger
+from eit.verdicts.checks import CONFIRMED, CORRECTED, REFUTED
 
 
 def _table(headers: list[str], rows: list[list[nodes.Node | str]], widths: list[int],

@@ -1,4 +1,4 @@
-"""Tests for eit.batchnorm: BN of eq. (4), the isometry gap (eq. 5), BN MLPs in depth."""
+"""Tests for eit.models.batchnorm: BN of eq. (4), the isometry gap (eq. 5), BN MLPs in depth."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit import device
-from eit.batchnorm import (
+from eit.core import device
+from eit.models.batchnorm import (
     bn,
     bn_centered,
     bn_standard,
@@ -28,7 +28,7 @@ from eit.batchnorm import (
     spectral_inputs,
     weight_grad_lognorms,
 )
-from eit.initializers import haar_orthogonal
+from eit.sample.laws import haar_orthogonal
 
 
 def _matrix(seed: int, d: int, n: int | None = None) -> torch.Tensor:

@@ -13,8 +13,8 @@ import jupytext
 import pytest
 import yaml
 
-from eit import ledger
-from eit.checks import MIME
+from eit.verdicts import ledger
+from eit.verdicts.checks import MIME
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(p for p in (ROOT / "chapters").rglob("*.md")

@@ -1,4 +1,4 @@
-"""Tests for eit.conv_resnet (all-convolutional residual networks, Hardt & Ma 2017, section 4)."""
+"""Tests for eit.models.conv_resnet (all-convolutional ResNets, Hardt & Ma 2017, section 4)."""
 
 import math
 
@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from eit import conv_resnet as cr
-from eit.device import DTYPE, generator
-from eit.training import digits, sgd
+from eit.core.device import DTYPE, generator
+from eit.models import conv_resnet as cr
+from eit.train.sgd import digits, sgd
 
 
 def _cpu_net(init="small", **kw):

@@ -1,12 +1,12 @@
-"""Tests for eit.convnets (purely convolutional ReLU nets, Figure 4)."""
+"""Tests for eit.sample.convnets (purely convolutional ReLU nets, Figure 4)."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from eit import convnets
-from eit.device import generator
-from eit.initializers import he
+from eit.core.device import generator
+from eit.sample import convnets
+from eit.sample.laws import he
 
 
 def test_matches_explicit_conv():

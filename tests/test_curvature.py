@@ -1,10 +1,10 @@
-"""Tests for eit.curvature: Hessian-vector products and the spectral norm by power iteration."""
+"""Tests for eit.train.curvature: Hessian-vector products, spectral norm by power iteration."""
 
 import pytest
 import torch
 
-from eit import curvature as C
-from eit.device import generator
+from eit.core.device import generator
+from eit.train import curvature as C
 
 
 def _quadratic(matrix):

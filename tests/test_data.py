@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from eit import data
+from eit.core import store as data
 
 
 def test_roundtrip_and_checksum(tmp_path):

@@ -1,12 +1,12 @@
-"""Tests for eit.expressivity (Hardt & Ma 2017, Section 3, Appendix B)."""
+"""Tests for eit.models.expressivity (Hardt & Ma 2017, Section 3, Appendix B)."""
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit import expressivity as ex
-from eit.device import generator
+from eit.core.device import generator
+from eit.models import expressivity as ex
 
 F64 = torch.float64
 

@@ -1,4 +1,4 @@
-"""Tests for eit.failure_modes (Hanin & Rolnick 2018, FM1 and FM2)."""
+"""Tests for eit.exact.moments (Hanin & Rolnick 2018, FM1 and FM2)."""
 
 from fractions import Fraction
 
@@ -8,9 +8,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit import failure_modes as fm
-from eit.device import generator
-from eit.initializers import he
+from eit.core.device import generator
+from eit.exact import moments as fm
+from eit.sample.laws import he
 
 
 def test_gaussian_second_moment_is_product():
@@ -73,7 +73,7 @@ def test_empirical_variance():
 
 
 def test_lengths_match_relu_mlp_without_bias():
-    from eit.propagation import relu_mlp
+    from eit.sample.mlp import relu_mlp
     x = torch.randn(3, 6, dtype=torch.float64)
     a = fm.relu_mlp_lengths(x, [5, 4], he(), n_nets=2, gen=generator(1))
     b = relu_mlp(x, [5, 4], he(), n_nets=2, gen=generator(1))
@@ -181,7 +181,7 @@ def test_gaussian_bias_chain_bad_args():
 
 
 def test_relu_residual_chain_matches_explicit_modules():
-    from eit import resnets
+    from eit.sample import resnets
 
     x = torch.tensor([0.3, 0.1, 0.5, 0.2, 0.4], dtype=torch.float64)
     etas = [1.0, 0.5, 0.25]

@@ -4,10 +4,10 @@ import pytest
 import torch
 from scipy import stats as sst
 
-from eit import gram
-from eit import initializers as I
-from eit import propagation as P
-from eit.device import generator
+from eit.core.device import generator
+from eit.exact import chains as gram
+from eit.sample import laws as I
+from eit.sample import mlp as P
 
 WIDTHS = [48, 32, 64, 40]
 VARS = [2 / 48, 1.5 / 32, 2 / 64, 2.5 / 40]

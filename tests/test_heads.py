@@ -1,11 +1,12 @@
-"""Tests for eit.heads (softmax cross-entropy loss head)."""
+"""Tests for eit.sample.heads (softmax cross-entropy loss head)."""
 
 import pytest
 import torch
 
-from eit import device, heads
-from eit.initializers import he
-from eit.propagation import relu_mlp
+from eit.core import device
+from eit.sample import heads
+from eit.sample.laws import he
+from eit.sample.mlp import relu_mlp
 
 
 def _head(n_nets=2, width=5, n=4, classes=3, seed=0):

@@ -1,12 +1,12 @@
-"""Tests for eit.hr_training (epochs to a target accuracy, Hanin & Rolnick 2018 Figs 1b-3b)."""
+"""Tests for eit.train.epochs_to_accuracy (Hanin & Rolnick 2018, Figures 1b-3b)."""
 
 import pytest
 import torch
 
-from eit import hr_training as hr
-from eit.device import generator
-from eit.initializers import he
-from eit.training import digits
+from eit.core.device import generator
+from eit.sample.laws import he
+from eit.train import epochs_to_accuracy as hr
+from eit.train.sgd import digits
 
 
 def test_mlp_shapes_and_independent_nets():

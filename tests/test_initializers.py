@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sst
 
-from eit import initializers as I
-from eit.device import generator
+from eit.core.device import generator
+from eit.sample import laws as I
 
 dims = st.integers(min_value=1, max_value=12)
 

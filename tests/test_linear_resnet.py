@@ -1,4 +1,4 @@
-"""Tests for eit.linear_resnet (Hardt & Ma 2017, Section 2)."""
+"""Tests for eit.models.linear_resnet (Hardt & Ma 2017, Section 2)."""
 
 import math
 
@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit import linear_resnet as lr
+from eit.models import linear_resnet as lr
 
 F64 = torch.float64
 

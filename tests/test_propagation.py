@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from eit import initializers as I
-from eit import propagation as P
-from eit import stats
-from eit.device import generator
+from eit.core.device import generator
+from eit.sample import laws as I
+from eit.sample import mlp as P
+from eit.verdicts import stats
 
 
 def reference(x, weights, delta):

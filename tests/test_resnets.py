@@ -1,13 +1,13 @@
-"""Tests for eit.resnets (residual networks with scales eta_l)."""
+"""Tests for eit.sample.resnets (residual networks with scales eta_l)."""
 
 import math
 
 import pytest
 import torch
 
-from eit import resnets
-from eit.device import generator
-from eit.initializers import gaussian, he
+from eit.core.device import generator
+from eit.sample import resnets
+from eit.sample.laws import gaussian, he
 
 
 def test_zero_scales_keep_the_input():

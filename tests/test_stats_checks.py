@@ -7,7 +7,8 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eit import checks, exact, stats
+from eit.exact import one_layer as exact
+from eit.verdicts import checks, stats
 
 
 def test_mean_and_se():

@@ -1,12 +1,12 @@
-"""Tests of eit.training: the digits split and the SGD loop with divergence detection."""
+"""Tests of eit.train.sgd: the digits split and the SGD loop with divergence detection."""
 
 import math
 
 import pytest
 import torch
 
-from eit.device import DTYPE
-from eit.training import Digits, Run, accuracy, digits, sgd
+from eit.core.device import DTYPE
+from eit.train.sgd import Digits, Run, accuracy, digits, sgd
 
 
 def _linear(data: Digits, seed: int = 0):

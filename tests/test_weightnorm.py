@@ -1,4 +1,4 @@
-"""Tests for eit.weightnorm (Arpit & Bengio 2019, section 4: K_n and weight-normalized layers)."""
+"""Tests for eit.models.weightnorm (Arpit & Bengio 2019, section 4: K_n, WN layers)."""
 
 import math
 
@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit import device
-from eit import weightnorm as wn
+from eit.core import device
+from eit.models import weightnorm as wn
 
 
 def test_sphere_area_conventions():

@@ -1,4 +1,4 @@
-"""Tests for eit.weingarten: exact orthogonal Weingarten calculus, cross-checked by haarpy."""
+"""Tests for eit.exact.weingarten: exact orthogonal Weingarten calculus, cross-checked by haarpy."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit import device
-from eit.initializers import haar_orthogonal
-from eit.weingarten import (
+from eit.core import device
+from eit.exact.weingarten import (
     D,
     coset_type,
     delta,
@@ -27,6 +26,7 @@ from eit.weingarten import (
     weingarten_matrix,
     weingarten_o,
 )
+from eit.sample.laws import haar_orthogonal
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])

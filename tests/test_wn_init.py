@@ -1,4 +1,4 @@
-"""Tests for eit.wn_init: weight-normalized layers, MLPs and ResNets (Arpit, Campos & Bengio)."""
+"""Tests for eit.models.wn_init: WN layers, MLPs, ResNets (Arpit, Campos & Bengio)."""
 
 import math
 
@@ -7,10 +7,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit import wn_init as W
-from eit.device import generator
-from eit.initializers import haar_orthogonal as qr_haar
-from eit.propagation import relu_mlp
+from eit.core.device import generator
+from eit.models import wn_init as W
+from eit.sample.laws import haar_orthogonal as qr_haar
+from eit.sample.mlp import relu_mlp
 
 
 def test_proposed_gain_values():
@@ -275,7 +275,7 @@ def test_wn_mlp_model_is_seeded_and_proposed_rows_are_haar():
     a = W.wn_mlp_model("proposed", d_in=6, widths=[9, 4], d_out=2, gen=generator(5))
     b = W.wn_mlp_model("proposed", d_in=6, widths=[9, 4], d_out=2, gen=generator(5))
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
-    gen = generator(5)  # the same draws, orthogonalized by eit.initializers.haar_orthogonal
+    gen = generator(5)  # the same draws, orthogonalized by eit.sample.laws.haar_orthogonal
     for lay, (fan_out, fan_in) in zip((*a.hidden, a.head), [(9, 6), (4, 9), (2, 4)]):
         q = qr_haar(1, fan_out, fan_in, gen=gen)[0]
         assert torch.allclose(lay.v, q, atol=1e-12)

@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from eit.device import DTYPE, generator
-from eit.training import digits, sgd
-from eit.wn_init import wn_mlp_model
+from eit.core.device import DTYPE, generator
+from eit.models.wn_init import wn_mlp_model
+from eit.train.sgd import digits, sgd
 
 
 @pytest.mark.parametrize("scheme", ["traditional", "proposed"])

@@ -25,8 +25,10 @@ from pathlib import Path
 
 import torch
 
-from eit import gram, initializers, propagation
-from eit.device import DTYPE, description, device, generator
+from eit.core.device import DTYPE, description, device, generator
+from eit.exact import chains as gram
+from eit.sample import laws as initializers
+from eit.sample import mlp as propagation
 
 ROOT = Path(__file__).resolve().parent.parent
 

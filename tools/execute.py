@@ -36,7 +36,7 @@ def execute(source: Path, timeout: int = 900, output_dir: Path | None = None
     import nbformat
     from nbclient import NotebookClient
 
-    from eit import device
+    from eit.core import device
 
     nb = jupytext.read(source)
     nb.metadata["kernelspec"] = KERNEL

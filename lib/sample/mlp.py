@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _validate as v
-from .device import DTYPE, device, rand, randn
-from .initializers import Initializer
+from ..core import validate as v
+from ..core.device import DTYPE, device, rand, randn
+from .laws import Initializer
 
 #: Weights up to this size are kept for the backward pass; larger stacks are re-drawn from
 #: the saved generator states (same numbers either way).
@@ -88,7 +88,7 @@ def relu_mlp(x: torch.Tensor, widths: Sequence[int], init: Initializer, *, n_net
         widths: hidden widths ``[n_1, ..., n_L]``.
         init: weight sampler, e.g. ``initializers.he('fan_out')``.
         n_nets: number of independent networks.
-        gen: random generator (see :func:`eit.device.generator`).
+        gen: random generator (see :func:`eit.core.device.generator`).
         delta: backward pass. None: forward only. ``'random'``: dloss/da^L is a standard
             Gaussian vector independent of the network (the independence assumption of
             Arpit & Bengio's Theorem 2). A callable ``loss_grad(h_L)`` returning dloss/dh^L:

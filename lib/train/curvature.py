@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _validate as v
-from .device import randn
+from ..core import validate as v
+from ..core.device import randn
 
 
 @dataclass(frozen=True)

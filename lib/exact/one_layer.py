@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats as st
 
-from . import _validate as v
+from ..core import validate as v
 
 
 def _binomial_weights(m: int) -> tuple[np.ndarray, np.ndarray]:

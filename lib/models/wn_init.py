@@ -26,10 +26,10 @@ from typing import Literal
 
 import torch
 
-from . import _validate as v
-from .device import DTYPE, device, rand, randn
-from .initializers import Initializer, sphere_rows
-from .propagation import _normalize
+from ..core import validate as v
+from ..core.device import DTYPE, device, rand, randn
+from ..sample.laws import Initializer, sphere_rows
+from ..sample.mlp import _normalize
 from .weightnorm import normalize_rows as unit_rows
 from .weightnorm import proposed_gain
 
@@ -42,7 +42,7 @@ def haar_orthogonal(n_nets: int, fan_out: int, fan_in: int, *,
     """Haar (semi-)orthogonal matrices by Cholesky QR, twice (CholeskyQR2).
 
     The same law, and up to rounding the same matrices, as
-    :func:`eit.initializers.haar_orthogonal` (QR of a Gaussian matrix with R_ii > 0,
+    :func:`eit.sample.laws.haar_orthogonal` (QR of a Gaussian matrix with R_ii > 0,
     Mezzadri 2007): with G = Q R, R is the transposed Cholesky factor of G^T G, which has a
     positive diagonal. It is several times faster for batches of large matrices on a CPU; the
     second pass restores orthogonality to rounding error. Draws too ill-conditioned for it
@@ -91,11 +91,11 @@ def directions(n_nets: int, fan_out: int, fan_in: int, direction: Direction, *,
 
 def weight_normalized(direction: Direction, *, gain: float | None = None,
                       gamma: float = 2.0) -> Initializer:
-    """An :data:`~eit.initializers.Initializer` for the effective weights g * W_hat.
+    """An :data:`~eit.sample.laws.Initializer` for the effective weights g * W_hat.
 
     ``gain=None`` uses the proposed gain sqrt(gamma fan_in / fan_out); a number is a constant
     gain (``gain=1.0`` is the common practice, "He weights with g = 1"). Plug it into
-    :func:`eit.propagation.relu_mlp` for weight-normalized MLPs (Figure 1, top).
+    :func:`eit.sample.mlp.relu_mlp` for weight-normalized MLPs (Figure 1, top).
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
@@ -465,9 +465,9 @@ def wn_mlp_model(scheme: MLPScheme, *, d_in: int, widths: Sequence[int], d_out: 
     * ``'pytorch'``: ``torch.nn.utils.weight_norm`` on default ``nn.Linear`` layers (v and b
       uniform in +-1/sqrt(fan_in), g_i = ||v_i||).
 
-    Random numbers are drawn from ``gen`` (:func:`eit.device.generator`) on its own device;
+    Random numbers are drawn from ``gen`` (:func:`eit.core.device.generator`) on its own device;
     everything else, the QR factorizations included, is computed on ``on`` (default
-    :func:`eit.device.device`; pass :func:`eit.training.training_device` to train), so that a
+    :func:`eit.core.device.device`; pass :func:`eit.train.sgd.training_device` to train), so that a
     CPU generator and ``on`` = CPU give the same network on every machine. The parameters
     require gradients.
     """

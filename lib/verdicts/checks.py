@@ -2,8 +2,8 @@
 
 Each check returns a :class:`Verdict`. Shown as a cell's result it renders as one stable line
 (plain text and HTML) and carries a machine-readable record in the output's metadata under
-:data:`MIME`, from which the claims ledger is built (``eit.ledger``). The verdict is computed,
-never passed in:
+:data:`MIME`, from which the claims ledger is built (``eit.verdicts.ledger``). The
+verdict is computed, never passed in:
 
 * ``confirmed``: the claim as printed agrees with the evidence;
 * ``confirmed with a correction``: the printed form fails, a corrected form (stated, with the
@@ -74,7 +74,8 @@ def agree(paper: str, claim: str, statement: str, *, theory: float, estimate: Es
     for name in ("paper", "claim", "statement"):
         _text(name, locals()[name])
     if not isinstance(estimate, Estimate):
-        raise TypeError(f"estimate must be an eit.stats.Estimate, got {type(estimate).__name__}")
+        raise TypeError("estimate must be an eit.verdicts.stats.Estimate, got "
+                        f"{type(estimate).__name__}")
     if not (isinstance(tol_se, (int, float)) and tol_se > 0):
         raise ValueError(f"tol_se must be > 0, got {tol_se!r}")
     if not math.isfinite(theory):
@@ -109,7 +110,7 @@ def agree_all(paper: str, claim: str, statement: str, *, theory, estimates,
         raise ValueError(f"theory and estimates must be non-empty and of equal length, got "
                          f"{len(theory)} and {len(estimates)}")
     if not all(isinstance(e, Estimate) for e in estimates):
-        raise TypeError("estimates must all be eit.stats.Estimate")
+        raise TypeError("estimates must all be eit.verdicts.stats.Estimate")
     if corrected is not None:
         corrected = list(corrected)
         if len(corrected) != len(estimates):
@@ -148,7 +149,7 @@ def bound(paper: str, claim: str, statement: str, *, bound, failures) -> Verdict
         raise ValueError(f"bound and failures must be non-empty and of equal length, got "
                          f"{len(bounds)} and {len(props)}")
     if not all(isinstance(f, Proportion) for f in props):
-        raise TypeError("failures must be eit.stats.Proportion (or a sequence of them)")
+        raise TypeError("failures must be eit.verdicts.stats.Proportion (or a sequence of them)")
     if not all(isinstance(b, (int, float)) and math.isfinite(b) for b in bounds):
         raise ValueError(f"bound must be finite numbers, got {bounds!r}")
     violated = [i for i, (b, f) in enumerate(zip(bounds, props, strict=True)) if f.lo > b]

@@ -4,10 +4,10 @@
 
 A *block* (residual module) is any function ``block(h, gen) -> same shape`` acting on a
 stack ``h`` of shape ``(n_nets, N, n)`` (n_nets independent networks, N inputs, stream width
-n) that draws its own weights from ``gen`` through :mod:`eit.initializers`. Blocks built here
+n) that draws its own weights from ``gen`` through :mod:`eit.sample.laws`. Blocks built here
 have zero biases and are positively homogeneous of degree 1 (``block(c h) = c block(h)`` for
 c > 0), so the forward pass can rescale the stream to unit length after every block and
-accumulate log-lengths exactly, as :func:`eit.propagation.relu_mlp` does: no overflow at any
+accumulate log-lengths exactly, as :func:`eit.sample.mlp.relu_mlp` does: no overflow at any
 depth.
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from . import _validate as v
-from .device import DTYPE, device
-from .initializers import Initializer
+from ..core import validate as v
+from ..core.device import DTYPE, device
+from .laws import Initializer
 
 #: A residual module: ``block(h, gen) -> (n_nets, N, n)`` for ``h`` of shape (n_nets, N, n).
 Block = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
@@ -74,7 +74,7 @@ def residual_log_lengths(x: torch.Tensor, blocks: Block | Sequence[Block],
         blocks: one block used (with fresh weights) for every module, or one per module.
         etas: the scales ``[eta_1, ..., eta_L]`` (non-negative).
         n_nets: number of independent networks.
-        gen: random generator (see :func:`eit.device.generator`).
+        gen: random generator (see :func:`eit.core.device.generator`).
         observe: optional statistic of the unit-length stream, ``(n_nets, N, n) -> (n_nets, N)``,
             recorded before every module and after the last (e.g. the coordinate sum).
     Returns:

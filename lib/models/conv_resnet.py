@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from . import _validate as v
-from .device import DTYPE, device, randn
-from .training import Digits
+from ..core import validate as v
+from ..core.device import DTYPE, device, randn
+from ..train.sgd import Digits
 
 INITS = ("small", "standard")
 _PADDINGS = ("circular", "zeros")
@@ -132,13 +132,13 @@ def conv_resnet(init: str, *, channels: int | Sequence[int], blocks: int | Seque
             convolutions; the stem is always standard.
         channels: channels per stage ``[c_1, ..., c_S]`` (an int: one stage).
         blocks: residual blocks per stage (an int: the same for every stage).
-        gen: random generator (:func:`eit.device.generator`).
+        gen: random generator (:func:`eit.core.device.generator`).
         in_channels, n_classes, kernel: input channels, classes, odd kernel size k.
         padding: ``'circular'`` (exact fan-in law) or ``'zeros'``.
         head_std: std of the fixed random projection (default ``1/sqrt(c_S)``).
         train_head: also train the last layer (for the comparison with a fixed one).
-        on: device of the weights (default :func:`eit.device.device`; pass
-            :func:`eit.training.training_device` to train).
+        on: device of the weights (default :func:`eit.core.device.device`; pass
+            :func:`eit.train.sgd.training_device` to train).
     """
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")

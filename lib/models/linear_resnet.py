@@ -26,7 +26,7 @@ import scipy.linalg as sla
 import sympy as sp
 import torch
 
-from ._validate import in_interval, positive_float, positive_int, tensor
+from ..core.validate import in_interval, positive_float, positive_int, tensor
 
 
 # --------------------------------------------------------------------------- validation

@@ -1,7 +1,8 @@
 """The claims ledger: every verdict recorded by the executed chapters.
 
 Verdicts are read from the committed, executed notebooks (output metadata under
-:data:`eit.checks.MIME`), never typed by hand. ``python -m eit.ledger out.json`` exports them.
+:data:`eit.verdicts.checks.MIME`), never typed by hand.
+``python -m eit.verdicts.ledger out.json`` exports them.
 Chapter status (execution time, device, library versions) is read from the notebook metadata
 written by ``tools/execute.py``.
 """
@@ -12,13 +13,13 @@ import argparse
 import json
 from pathlib import Path
 
+from ..core.paths import book_root
 from .checks import MIME
 
-ROOT = Path(__file__).resolve().parent.parent
 
-
-def chapter_notebooks(root: Path = ROOT) -> list[Path]:
+def chapter_notebooks(root: Path | None = None) -> list[Path]:
     """The executed chapter notebooks, in path order."""
+    root = book_root() if root is None else root
     return sorted(p for p in (root / "chapters").rglob("*.ipynb")
                   if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts)
 
@@ -32,8 +33,9 @@ def _title(nb: dict) -> str:
     return ""
 
 
-def verdicts(root: Path = ROOT) -> list[dict]:
+def verdicts(root: Path | None = None) -> list[dict]:
     """All verdict records, each with the chapter's docname and title added."""
+    root = book_root() if root is None else root
     records = []
     for path in chapter_notebooks(root):
         nb = json.loads(path.read_text())
@@ -46,8 +48,9 @@ def verdicts(root: Path = ROOT) -> list[dict]:
     return records
 
 
-def status(root: Path = ROOT) -> list[dict]:
+def status(root: Path | None = None) -> list[dict]:
     """Per chapter: execution wall time, device and library versions of the committed outputs."""
+    root = book_root() if root is None else root
     rows = []
     for path in chapter_notebooks(root):
         nb = json.loads(path.read_text())

@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from scipy import special
 
-from . import _validate as v
-from .device import DTYPE, device, rand, randn
-from .propagation import MLPStats
+from ..core import validate as v
+from ..core.device import DTYPE, device, rand, randn
+from ..sample.mlp import MLPStats
 
 
 def _layer_variances(widths: list[int], variances: Sequence[float]) -> list[float]:
@@ -60,7 +60,7 @@ def norm_chain(n0: int, widths: Sequence[int], variances: Sequence[float], *, n_
                gen: torch.Generator, delta: str | None = None) -> MLPStats:
     """Exact law of (log ||h^l||, log ||dloss/da^l||) for one input of norm 1, ``n_nets`` nets.
 
-    Same law as :func:`eit.propagation.relu_mlp` with Gaussian weights of variance
+    Same law as :func:`eit.sample.mlp.relu_mlp` with Gaussian weights of variance
     ``variances[l]`` in layer l and ``delta='random'`` (a standard Gaussian dloss/da^L
     independent of the network). The input dimension ``n0`` enters only through delta's law.
     """
@@ -118,7 +118,7 @@ def gram_chain(x: torch.Tensor, widths: Sequence[int], variances: Sequence[float
                n_nets: int, gen: torch.Generator) -> MLPStats:
     """Forward log-norms of N inputs through ``n_nets`` Gaussian ReLU nets via Gram matrices.
 
-    Same law as the forward pass of :func:`eit.propagation.relu_mlp` with Gaussian weights of
+    Same law as the forward pass of :func:`eit.sample.mlp.relu_mlp` with Gaussian weights of
     variance ``variances[l]``; cost O(n_l N^2 + N^3) per layer. Returns no backward pass.
     """
     x = v.tensor("x", x, ndim=2).to(device=device(), dtype=DTYPE)

@@ -28,7 +28,7 @@ from functools import cache
 import sympy as sp
 import torch
 
-from . import _validate as v
+from ..core import validate as v
 
 #: The dimension symbol used internally (results are substituted into the caller's ``d``).
 D = sp.Symbol("d", positive=True)
@@ -234,14 +234,14 @@ def haar_monomial_samples(monomials: Sequence[tuple[Sequence[int], Sequence[int]
 
     ``monomials`` is a list of (indices_i, indices_j); returns (len(monomials), n_samples):
     column s holds the monomials of the s-th matrix (drawn with
-    :func:`eit.initializers.haar_orthogonal`, ``chunk`` matrices at a time to bound memory).
+    :func:`eit.sample.laws.haar_orthogonal`, ``chunk`` matrices at a time to bound memory).
     """
     d = v.positive_int("d", d)
     n_samples = v.positive_int("n_samples", n_samples)
     chunk = v.positive_int("chunk", chunk)
     if not monomials:
         raise ValueError("monomials must be a non-empty list of (indices_i, indices_j)")
-    from .initializers import haar_orthogonal
+    from ..sample.laws import haar_orthogonal
 
     parts = []
     done = 0

@@ -20,9 +20,9 @@ from typing import Literal
 
 import torch
 
-from . import _validate as v
-from .device import DTYPE, device, rand, randn
-from .initializers import gaussian, haar_orthogonal
+from ..core import validate as v
+from ..core.device import DTYPE, device, rand, randn
+from ..sample.laws import gaussian, haar_orthogonal
 
 Weights = Literal["orthogonal", "gaussian"]
 Activation = Callable[[torch.Tensor], torch.Tensor]

@@ -8,8 +8,8 @@ Exact part (SymPy): :func:`sphere_area` in both conventions, :func:`wallis`, the
 K_n as printed in the paper (:func:`k_printed`, main text eq. 20 or appendix eq. 171) and as
 derived (:func:`k_constant`, the Beta integral of the squared first coordinate of a uniform
 unit vector). Sampling part (torch): rows from several laws (:func:`rows`),
-:func:`normalize_rows`, :func:`weight_normalized` (an :data:`eit.initializers.Initializer`
-returning ``k * W_hat``, usable in :func:`eit.propagation.relu_mlp`) and :func:`layer_sq_ratio`
+:func:`normalize_rows`, :func:`weight_normalized` (an :data:`eit.sample.laws.Initializer`
+returning ``k * W_hat``, usable in :func:`eit.sample.mlp.relu_mlp`) and :func:`layer_sq_ratio`
 (Monte Carlo of ||v||^2/||u||^2 for Theorem 4 and Proposition 2).
 
 Networks: :func:`wn_relu_mlp` (forward and backward pass with per-sample gradients with
@@ -31,9 +31,9 @@ from typing import Literal
 import sympy as sp
 import torch
 
-from . import _validate as v
-from .device import DTYPE, device, rand, randn
-from .initializers import Initializer
+from ..core import validate as v
+from ..core.device import DTYPE, device, rand, randn
+from ..sample.laws import Initializer
 
 Convention = Literal["ambient", "intrinsic"]
 Source = Literal["main", "appendix"]
@@ -178,11 +178,11 @@ def proposed_gain(fan_in: int, fan_out: int, gamma: float = 2.0) -> float:
 
 def weight_normalized(gain: float | Callable[[int, int], float] = proposed_gain,
                       law: Law = "gaussian") -> Initializer:
-    """An :data:`~eit.initializers.Initializer` returning the effective matrix ``k W_hat``.
+    """An :data:`~eit.sample.laws.Initializer` returning the effective matrix ``k W_hat``.
 
     ``gain`` is a number (1.0 for traditional weight normalization) or a rule
     ``gain(fan_in, fan_out)`` (default :func:`proposed_gain`). Passing the result to
-    :func:`eit.propagation.relu_mlp` propagates a weight-normalized network, eq. (18); the
+    :func:`eit.sample.mlp.relu_mlp` propagates a weight-normalized network, eq. (18); the
     gradient it reports is with respect to the effective matrix, i.e. ||dl/dW_hat|| / k.
     """
     if law not in LAWS:
@@ -287,7 +287,7 @@ def wn_relu_mlp(x: torch.Tensor, widths, *, n_nets: int, gen: torch.Generator,
     norms). ``gain``: a number (1.0: traditional weight normalization) or a rule
     gain(fan_in, fan_out) (default :func:`proposed_gain`). ``delta``: ``'random'`` (dl/da^L
     standard Gaussian, independent of the network) or a loss head ``loss_grad(h^L)``
-    returning dl/dh^L (e.g. :class:`eit.heads.SoftmaxCrossEntropy`). Per-sample gradients
+    returning dl/dh^L (e.g. :class:`eit.sample.heads.SoftmaxCrossEntropy`). Per-sample gradients
     with respect to the un-normalized W^l follow eqs. (27)-(28):
     ||dl/dW_i|| = k |delta_i| ||(I - W_hat_i W_hat_i^T) h|| / ||W_i||.
     Weights are kept for the backward pass (depths of tens of layers, widths of thousands).
@@ -380,7 +380,7 @@ def residual_sq_ratio(x: torch.Tensor, width: int, blocks: int, *, n_nets: int,
     ``init`` (default He with fan-out, N(0, 2/width)). ``gamma`` defaults to 1/B (Theorem 5).
     ``x``: (N, width), shared by the networks. Returns shape (B+1, n_nets, N).
     """
-    from .initializers import he
+    from ..sample.laws import he
 
     width, blocks = v.positive_int("width", width), v.positive_int("blocks", blocks)
     n_nets = v.positive_int("n_nets", n_nets)

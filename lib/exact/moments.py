@@ -28,9 +28,9 @@ from fractions import Fraction
 
 import torch
 
-from . import _validate as v
-from .device import DTYPE, device, randn
-from .initializers import Initializer, gaussian, named, truncated_normal, uniform
+from ..core import validate as v
+from ..core.device import DTYPE, device, randn
+from ..sample.laws import Initializer, gaussian, named, truncated_normal, uniform
 
 #: A bias sampler: ``bias(n_nets, width, gen) -> (n_nets, width)``.
 BiasSampler = Callable[[int, int, torch.Generator], torch.Tensor]
@@ -166,7 +166,7 @@ def relu_mlp_lengths(x: torch.Tensor, widths: Sequence[int], init: Initializer, 
                      bias: BiasSampler | None = None) -> torch.Tensor:
     """M_j = ||act^(j)||^2 / n_j for j = 0..d of ``n_nets`` random nets with biases (eq. 3).
 
-    Unlike :func:`eit.propagation.relu_mlp` (zero biases, log-norms) this keeps raw lengths,
+    Unlike :func:`eit.sample.mlp.relu_mlp` (zero biases, log-norms) this keeps raw lengths,
     which is what a net with biases needs (it is not positively homogeneous); keep depths
     moderate. ``x``: ``(N, n_0)`` shared inputs. Returns shape ``(d+1, n_nets, N)``.
     """
@@ -257,11 +257,11 @@ def relu_residual_chain(x: torch.Tensor, etas: Sequence[float], *, n_nets: int,
         x: the input, shape ``(n,)`` (shared by all networks) or ``(n_nets, n)``; no zero rows.
         etas: the scales ``[eta_1, ..., eta_L]`` (non-negative).
         n_nets: number of independent networks.
-        gen: random generator (see :func:`eit.device.generator`).
+        gen: random generator (see :func:`eit.core.device.generator`).
     Returns:
         ``(log_len, unit_sum)``, both of shape ``(L+1, n_nets)``: ``log ||h_l||`` and the
         coordinate sum of the unit stream ``h_l / ||h_l||``, for l = 0..L (as
-        :func:`eit.resnets.residual_log_lengths` with ``observe=lambda h: h.sum(-1)``).
+        :func:`eit.sample.resnets.residual_log_lengths` with ``observe=lambda h: h.sum(-1)``).
     """
     x = v.tensor("x", x, ndim=(1, 2))
     n_nets = v.positive_int("n_nets", n_nets)

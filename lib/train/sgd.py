@@ -4,7 +4,7 @@ Nothing can be downloaded at run time (DESIGN.md section 6), so the training exp
 the 1797 8x8 digit images that ship inside scikit-learn. At the default scale training runs
 on the CPU whatever the machine has: whether a run diverges is decided by rounding-level
 details, and the committed outputs must be the same on a laptop and on a CUDA machine. At
-paper scale it runs on :func:`eit.device.device`.
+paper scale it runs on :func:`eit.core.device.device`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import torch
 from sklearn.datasets import load_digits
 
-from . import _validate as v
-from .device import DTYPE, device, scale
+from ..core import validate as v
+from ..core.device import DTYPE, device, scale
 
 Model = Callable[[torch.Tensor], torch.Tensor]
 

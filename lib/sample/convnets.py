@@ -2,7 +2,7 @@
 
 Layer l maps ``C_{l-1}`` channels to ``C_l`` channels with a k x k kernel, stride 1, no bias,
 no pooling: ``x_l = ReLU(W_l * x_{l-1})``. The fan-in of a unit is ``C_{l-1} k^2`` (the paper's
-remark in section 3.5), and the kernels are drawn by any :data:`eit.initializers.Initializer`
+remark in section 3.5), and the kernels are drawn by any :data:`eit.sample.laws.Initializer`
 as a ``(n_nets, C_l, C_{l-1} k^2)`` stack, reshaped to ``(C_l, C_{l-1}, k, k)`` per network.
 
 Padding: ``'circular'`` (every output pixel sees a full window, so the one-layer mean factor is
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from . import _validate as v
-from .device import DTYPE, device
-from .initializers import Initializer
+from ..core import validate as v
+from ..core.device import DTYPE, device
+from .laws import Initializer
 
 _PADDINGS = ("circular", "zeros")
 
@@ -57,7 +57,7 @@ def conv_relu_lengths(image: torch.Tensor, channels: Sequence[int], init: Initia
         channels: ``[C_1, ..., C_L]``.
         init: kernel sampler, called as ``init(n_nets, C_l, C_{l-1} * kernel**2, gen)``.
         n_nets: number of independent networks.
-        gen: random generator (see :func:`eit.device.generator`).
+        gen: random generator (see :func:`eit.core.device.generator`).
         kernel: odd kernel size k.
         padding: ``'zeros'`` or ``'circular'``.
     Returns:

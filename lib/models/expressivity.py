@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._validate import in_interval, positive_int, tensor
-from .device import DTYPE
+from ..core.device import DTYPE
+from ..core.validate import in_interval, positive_int, tensor
 
 
 def unit_sphere(n: int, d: int, *, gen: torch.Generator) -> torch.Tensor:

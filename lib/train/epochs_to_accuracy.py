@@ -3,12 +3,12 @@
 Figures 1b, 2b and 3b of Hanin & Rolnick (2018) plot the mean number of epochs that plain SGD
 needs to reach 20% test accuracy. This module trains ``n_nets`` independently initialized
 networks of one architecture at once (batched matrix products; each net has its own
-parameters and its own loss, so the runs do not interact) on a :class:`eit.training.Digits`
+parameters and its own loss, so the runs do not interact) on a :class:`eit.train.sgd.Digits`
 split, and records for each net the first epoch after which its test accuracy reaches the
 target, or ``None`` (censored) when it does not within ``max_epochs`` or its loss diverges.
 
 Two architectures: a fully connected ReLU net (widths, any initializer of
-:mod:`eit.initializers`), and a residual net with a stream of width ``width`` whose modules are
+:mod:`eit.sample.laws`), and a residual net with a stream of width ``width`` whose modules are
 the paper's single ReLU layers, ``x <- x + eta_l ReLU(W_l x)`` (module A of the residual
 chapter), between a ReLU input layer and a linear read-out. Biases start at zero.
 """
@@ -20,10 +20,10 @@ from collections.abc import Sequence
 
 import torch
 
-from . import _validate as v
-from .device import DTYPE
-from .initializers import Initializer
-from .training import Digits
+from ..core import validate as v
+from ..core.device import DTYPE
+from ..sample.laws import Initializer
+from .sgd import Digits
 
 
 def _weights(init: Initializer, n_nets: int, fan_out: int, fan_in: int,

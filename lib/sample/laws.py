@@ -13,8 +13,8 @@ from typing import Literal
 
 import torch
 
-from . import _validate as v
-from .device import DTYPE, rand, randn
+from ..core import validate as v
+from ..core.device import DTYPE, rand, randn
 
 Mode = Literal["fan_in", "fan_out", "fan_avg"]
 Distribution = Literal["normal", "uniform", "truncated_normal"]
