@@ -16,7 +16,7 @@ from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
 from eit.verdicts import ledger
-from eit.verdicts.checks import CONFIRMED, CORRECTED, REFUTED
+from eit.verdicts.legacy_checks import CONFIRMED, CORRECTED, REFUTED
 
 
 def _table(headers: list[str], rows: list[list[nodes.Node | str]], widths: list[int],

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from eit.verdicts import ledger
-from eit.verdicts.checks import MIME
+from eit.verdicts.legacy_checks import MIME
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(p for p in (ROOT / "chapters").rglob("*.md")

@@ -78,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     for p in sources:
         if p.suffix != ".md" or not p.exists():
             parser.error(f"not a chapter source: {p}")
-    if args.jobs > 1:  # one thread per chapter: no oversubscription (as in `./book test`)
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # one thread per chapter unless told otherwise: `./book` sets the same for `test`
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
     failed = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(execute, source, 900, args.output_dir and args.output_dir.resolve()):

@@ -1,221 +1,666 @@
-"""Verdicts: turn (theory, measurement) into a recorded verdict on a paper's claim.
+"""Checks: turn (claim, pre-registered criterion, measurement) into a recorded verdict.
 
-Each check returns a :class:`Verdict`. Shown as a cell's result it renders as one stable line
-(plain text and HTML) and carries a machine-readable record in the output's metadata under
-:data:`MIME`, from which the claims ledger is built (``eit.verdicts.ledger``). The
-verdict is computed, never passed in:
+Every function returns a :class:`~eit.verdicts.records.Verdict` whose outcome is *computed*
+from the evidence, following the protocol of DESIGN.md section 3a:
 
-* ``confirmed``: the claim as printed agrees with the evidence;
-* ``confirmed with a correction``: the printed form fails, a corrected form (stated, with the
-  evidence that separates the two) agrees;
-* ``refuted``: the evidence contradicts the claim and no correction is offered or it fails too.
+* :func:`agree`: estimates equal a theory value (:class:`~eit.verdicts.criteria.Agreement`);
+* :func:`at_most`, :func:`at_least`: an expectation bound; :func:`bound`: a probability
+  bound from counts; :func:`order`: one quantity exceeds another
+  (:class:`~eit.verdicts.criteria.Inequality`);
+* :func:`detects`: an effect exists (:class:`~eit.verdicts.criteria.Detection`);
+* :func:`exact`: a printed formula against the SymPy derivation;
+* :func:`holds`: a yes/no claim decided by an exact computation;
+* :func:`consistency`: a check that cannot fail at this setting (recorded, never counted as a
+  confirmation).
+
+Every check takes a ``scope`` (:data:`~eit.verdicts.records.PAPER`,
+:data:`~eit.verdicts.records.SUBSTITUTE`, :data:`~eit.verdicts.records.EXTENSION`). A failure
+on a substitute setting is recorded as "not reproduced on the substitute", never as a
+refutation. Nothing random is ever decided by a NaN: every number is validated first and a
+NaN or an infinity is an error naming the argument.
 """
 
 from __future__ import annotations
 
-import html
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+import numpy as np
 import sympy as sp
 
-from .stats import Estimate, Proportion, significant
+from .criteria import Agreement, Detection, Inequality
+from .records import (
+    CONFIRMED,
+    CONSISTENCY,
+    CORRECTED,
+    EXACT,
+    EXTENSION,
+    INCONCLUSIVE,
+    KINDS,
+    NOT_REPRODUCED,
+    PAPER,
+    REFUTED,
+    SCOPES,
+    SUBSTITUTE,
+    TEST,
+    Exact,
+    Verdict,
+    value_record,
+)
+from .stats import Estimate, Proportion, Statistic
 
-MIME = "application/vnd.eit.verdict+json"
-CONFIRMED, CORRECTED, REFUTED = "confirmed", "confirmed with a correction", "refuted"
-_MARK = {CONFIRMED: "✔", CORRECTED: "✎", REFUTED: "✘"}
+__all__ = ["Exact", "agree", "at_most", "at_least", "bound", "order", "detects", "exact", "holds",
+           "consistency", "CONFIRMED", "CORRECTED", "REFUTED", "INCONCLUSIVE",
+           "NOT_REPRODUCED", "PAPER", "SUBSTITUTE", "EXTENSION", "TEST", "EXACT", "CONSISTENCY"]
 
-
-@dataclass(frozen=True)
-class Verdict:
-    paper: str        # bibliography key of the paper
-    claim: str        # the paper's label, e.g. "Lemma 2, eq. (5)"
-    statement: str    # the claim in words or a formula
-    verdict: str      # CONFIRMED, CORRECTED or REFUTED
-    theory: str       # the value or law claimed (and the corrected one, if any)
-    measured: str     # the evidence: estimate ± SE, a CI, or an exact computation
-    test: str         # how the verdict was decided (tolerance, statistic)
-    correction: str = ""
-
-    def line(self) -> str:
-        text = (f"{_MARK[self.verdict]} [{self.verdict}] {self.claim}: {self.statement} | "
-                f"theory {self.theory} | measured {self.measured} | {self.test}")
-        return text + (f" | correction: {self.correction}" if self.correction else "")
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        css = self.verdict.replace(" ", "-")
-        body = "".join(
-            f"<span class='eit-{k}'><b>{k}</b> {html.escape(getattr(self, k))}</span> "
-            for k in ("theory", "measured", "test", "correction") if getattr(self, k))
-        markup = (f"<div class='eit-verdict eit-{css}'>{_MARK[self.verdict]} "
-                  f"<b>{html.escape(self.verdict)}</b> · <i>{html.escape(self.claim)}</i>: "
-                  f"{html.escape(self.statement)}<br>{body}</div>")
-        # The record travels in the output's metadata: renderers ignore it, the ledger reads it.
-        return {"text/plain": self.line(), "text/html": markup}, {MIME: asdict(self)}
+#: A bound cleared by more than this factor is not under test (recorded as a consistency check).
+UNTESTED_FACTOR = 100.0
 
 
-def _num(x: float) -> str:
-    return f"{x:.6g}"
-
-
+# -- validation ------------------------------------------------------------------------------
 def _text(name: str, value) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{name} must be a non-empty string, got {value!r}")
     return value
 
 
-def agree(paper: str, claim: str, statement: str, *, theory: float, estimate: Estimate,
-          tol_se: float = 4.0, corrected: float | None = None, correction: str = "") -> Verdict:
-    """Compare a Monte Carlo estimate with the claimed value: |z| <= ``tol_se`` agrees.
-
-    If the claimed value fails and a ``corrected`` value is given, the verdict is
-    CORRECTED when the corrected value agrees (``correction`` says what changed).
-    """
-    for name in ("paper", "claim", "statement"):
-        _text(name, locals()[name])
-    if not isinstance(estimate, Estimate):
-        raise TypeError("estimate must be an eit.verdicts.stats.Estimate, got "
-                        f"{type(estimate).__name__}")
-    if not (isinstance(tol_se, (int, float)) and tol_se > 0):
-        raise ValueError(f"tol_se must be > 0, got {tol_se!r}")
-    if not math.isfinite(theory):
-        raise ValueError(f"theory must be finite, got {theory!r}")
-    if corrected is not None and not correction:
-        raise ValueError("correction must describe the corrected value when corrected is given")
-    z = estimate.z(theory)
-    test = f"|z| = {abs(z):.2f} vs tolerance {tol_se:g} SE (n = {estimate.n})"
-    if abs(z) <= tol_se:
-        return Verdict(paper, claim, statement, CONFIRMED, _num(theory), str(estimate), test)
-    if corrected is not None:
-        zc = estimate.z(corrected)
-        test += f"; corrected |z| = {abs(zc):.2f}"
-        status = CORRECTED if abs(zc) <= tol_se else REFUTED
-        return Verdict(paper, claim, statement, status,
-                       f"{_num(theory)} (corrected: {_num(corrected)})", str(estimate), test,
-                       correction)
-    return Verdict(paper, claim, statement, REFUTED, _num(theory), str(estimate), test)
+def _head(paper, claim, statement, scope) -> None:
+    for name, value in (("paper", paper), ("claim", claim), ("statement", statement)):
+        _text(name, value)
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
 
 
-def agree_all(paper: str, claim: str, statement: str, *, theory, estimates,
-              tol_se: float = 4.0, corrected=None, correction: str = "") -> Verdict:
-    """Compare several estimates (a curve) with their claimed values at once.
+def _finite(name: str, value) -> float:
+    if isinstance(value, sp.Basic):
+        if not value.is_number:
+            raise TypeError(f"{name} must be a number, got the expression {value}")
+        value = float(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
 
-    The statistic is the largest |z| over the points; it must not exceed ``tol_se``. With
-    ``corrected`` values (one per point) the verdict can be CORRECTED, as in :func:`agree`.
-    """
-    for name in ("paper", "claim", "statement"):
-        _text(name, locals()[name])
-    theory, estimates = list(theory), list(estimates)
-    if not estimates or len(theory) != len(estimates):
-        raise ValueError(f"theory and estimates must be non-empty and of equal length, got "
-                         f"{len(theory)} and {len(estimates)}")
-    if not all(isinstance(e, Estimate) for e in estimates):
-        raise TypeError("estimates must all be eit.verdicts.stats.Estimate")
-    if corrected is not None:
-        corrected = list(corrected)
-        if len(corrected) != len(estimates):
-            raise ValueError("corrected must have one value per estimate")
-        if not correction:
-            raise ValueError("correction must describe the corrected values")
-    zmax = max(abs(e.z(t)) for e, t in zip(estimates, theory, strict=True))
+
+def _seq(name: str, value, kind) -> tuple[list, bool]:
+    """(list of items, single?) for one item or a non-empty sequence of items."""
+    if isinstance(value, kind):
+        return [value], True
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise TypeError(f"{name} must be a {names} or a sequence of them, got "
+                        f"{type(value).__name__}")
+    items = list(value)
+    if not items:
+        raise ValueError(f"{name} must not be empty")
+    for i, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise TypeError(f"{name}[{i}] must be a {getattr(kind, '__name__', kind)}, got "
+                            f"{type(item).__name__}")
+    return items, False
+
+
+def _numbers(name: str, value, k: int) -> list[float]:
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a number or a sequence of numbers, got a string")
+    if isinstance(value, (Sequence, np.ndarray)):
+        items = [_finite(f"{name}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        items = [_finite(name, value)] * k
+    if len(items) != k:
+        raise ValueError(f"{name} must have one value per point ({k}), got {len(items)}")
+    return items
+
+
+def _labels(labels, k: int) -> list[str]:
+    if labels is None:
+        return [""] * k if k == 1 else [f"point {i + 1}" for i in range(k)]
+    labels = [str(x) for x in labels]
+    if len(labels) != k:
+        raise ValueError(f"labels must have one entry per point ({k}), got {len(labels)}")
+    return labels
+
+
+def _criterion(name: str, criterion, kind) -> None:
+    if not isinstance(criterion, kind):
+        raise TypeError(f"{name} must be an eit.verdicts.criteria.{kind.__name__} declared "
+                        f"before the measurement, got {type(criterion).__name__}")
+
+
+def _declared_before(criterion, measured) -> None:
+    """Refuse a criterion declared in the same cell as, or after, the measurement."""
+    if criterion.declared_in is None:
+        return
+    for m in measured:
+        made = getattr(m, "made_in", None)
+        if made is not None and made <= criterion.declared_in:
+            raise ValueError(
+                f"criterion was declared in cell [{criterion.declared_in}], not before the "
+                f"measurement made in cell [{made}]: declare the test in a visible cell ahead "
+                "of the experiment (and run the notebook from the top)")
+
+
+def _extra(values) -> list[dict]:
+    if values is None:
+        return []
+    if not isinstance(values, Mapping):
+        raise TypeError(f"values must be a mapping of name -> value, got {type(values).__name__}")
+    return [{"name": _text("values key", k), **value_record(v)} for k, v in values.items()]
+
+
+def _kind(kind) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    return kind
+
+
+def _failed(scope: str) -> str:
+    return NOT_REPRODUCED if scope == SUBSTITUTE else REFUTED
+
+
+def _g(x: float) -> str:
+    return f"{x:.4g}"
+
+
+# -- agreement -------------------------------------------------------------------------------
+@dataclass
+class _Point:
+    label: str
+    estimate: Estimate
+    theory: float
+    lo: float
+    hi: float
+    half: float
+    margin: float
+    crit: float
+
+    @property
+    def t(self) -> float:
+        return self.estimate.z(self.theory)
+
+    @property
+    def contains(self) -> bool:
+        return self.lo <= self.theory <= self.hi
+
+    @property
+    def inside_band(self) -> bool:
+        return self.theory - self.margin <= self.lo and self.hi <= self.theory + self.margin
+
+    @property
+    def outside_band(self) -> bool:
+        return self.lo > self.theory + self.margin or self.hi < self.theory - self.margin
+
+
+def _points(estimates, theories, labels, crit: Agreement) -> list[_Point]:
     k = len(estimates)
-    test = f"max |z| = {zmax:.2f} over {k} points vs tolerance {tol_se:g} SE"
-    shown = f"{k} values from {_num(min(theory))} to {_num(max(theory))}"
-    worst = max(estimates, key=lambda e: abs(e.z(theory[estimates.index(e)])))
-    measured = f"worst point {worst}"
-    if zmax <= tol_se:
-        return Verdict(paper, claim, statement, CONFIRMED, shown, measured, test)
-    if corrected is not None:
-        zc = max(abs(e.z(t)) for e, t in zip(estimates, corrected, strict=True))
-        test += f"; corrected max |z| = {zc:.2f}"
-        status = CORRECTED if zc <= tol_se else REFUTED
-        return Verdict(paper, claim, statement, status, shown, measured, test, correction)
-    return Verdict(paper, claim, statement, REFUTED, shown, measured, test)
+    out = []
+    for lab, e, t in zip(labels, estimates, theories, strict=True):
+        c = e.critical(crit.alpha / k, sides=2)
+        half = c * e.se
+        if crit.relative and t == 0:
+            raise ValueError("a relative margin needs non-zero theory values; use an absolute "
+                             "margin where the theory is 0")
+        m = crit.margin * abs(t) if crit.relative else crit.margin
+        out.append(_Point(lab, e, t, e.value - half, e.value + half, half, m, c))
+    return out
 
 
-def bound(paper: str, claim: str, statement: str, *, bound, failures) -> Verdict:
-    """A claimed upper bound on a probability, checked against estimated probabilities.
+def _agreement_outcome(points: list[_Point], crit: Agreement) -> str:
+    """CONFIRMED, INCONCLUSIVE or 'fail' for one set of theory values."""
+    if crit.exact_law:
+        if not all(p.contains for p in points):
+            return "fail"
+        return CONFIRMED if all(p.half <= p.margin for p in points) else INCONCLUSIVE
+    if any(p.outside_band for p in points):
+        return "fail"
+    return CONFIRMED if all(p.inside_band for p in points) else INCONCLUSIVE
 
-    ``bound`` and ``failures`` are one value and one :class:`Proportion`, or equal-length
-    sequences of them (a bound at several widths). Refuted when, at some point, the whole
-    confidence interval of the estimate lies above the bound.
+
+def _detectable(points: list[_Point], crit: Agreement) -> float:
+    return max(p.half / abs(p.theory) if crit.relative else p.half for p in points)
+
+
+def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion: Agreement,
+          scope: str, labels: Sequence[str] | None = None, corrected=None,
+          correction: str = "", values: Mapping | None = None) -> Verdict:
+    """Estimates against a claimed value (one point or a curve of points).
+
+    Parameters
+    ----------
+    paper, claim, statement : str
+        Bibliography key, the paper's label, the claim in words.
+    theory : float or sequence of float
+        The claimed value, one per point (a single value is used at every point).
+    estimate : Estimate or sequence of Estimate
+        The measurements.
+    criterion : Agreement
+        Declared before the measurement.
+    scope : str
+        PAPER, SUBSTITUTE or EXTENSION.
+    labels : sequence of str, optional
+        A name per point (shown for the worst point).
+    corrected : float or sequence of float, optional
+        A corrected value; when the printed one fails and this one passes the same test the
+        outcome is "confirmed with a correction" (``correction`` says what changed).
+    values : mapping, optional
+        Further typed numbers to record.
+
+    Returns
+    -------
+    Verdict
+        Confirmed when every simultaneous interval contains the theory (exact law) or lies
+        inside the margin band (approximate law) and is narrower than the margin; refuted (on
+        a substitute: not reproduced) when the theory is excluded (exact law) or an interval
+        lies outside the band; inconclusive otherwise, with the smallest detectable deviation.
+
+    Examples
+    --------
+    >>> from eit.verdicts.criteria import Agreement
+    >>> from eit.verdicts.stats import Estimate
+    >>> crit = Agreement(margin=0.05, relative=True)
+    >>> v = agree("key", "Lemma 1", "E X = 1", theory=1.0, estimate=Estimate(1.01, 0.005, 400),
+    ...           criterion=crit, scope="paper")
+    >>> v.outcome
+    'confirmed'
+    >>> agree("key", "Lemma 1", "E X = 1", theory=1.0, estimate=Estimate(1.01, 0.05, 400),
+    ...       criterion=crit, scope="paper").outcome
+    'inconclusive'
     """
-    for name in ("paper", "claim", "statement"):
-        _text(name, locals()[name])
-    single = isinstance(failures, Proportion)
-    bounds = [bound] if single else list(bound)
-    props = [failures] if single else list(failures)
-    if not props or len(bounds) != len(props):
-        raise ValueError(f"bound and failures must be non-empty and of equal length, got "
-                         f"{len(bounds)} and {len(props)}")
-    if not all(isinstance(f, Proportion) for f in props):
-        raise TypeError("failures must be eit.verdicts.stats.Proportion (or a sequence of them)")
-    if not all(isinstance(b, (int, float)) and math.isfinite(b) for b in bounds):
-        raise ValueError(f"bound must be finite numbers, got {bounds!r}")
-    violated = [i for i, (b, f) in enumerate(zip(bounds, props, strict=True)) if f.lo > b]
-    status = REFUTED if violated else CONFIRMED
-    i = violated[0] if violated else min(range(len(props)), key=lambda j: bounds[j] - props[j].hi)
-    where = "above" if violated else "at or below"
-    test = (f"lower CI end {props[i].lo:.3g} {where} the bound {_num(bounds[i])}"
-            + ("" if single else f" at the tightest of {len(props)} points"))
-    return Verdict(paper, claim, statement, status, f"P <= {_num(bounds[i])}", str(props[i]),
-                   test)
+    _head(paper, claim, statement, scope)
+    _criterion("criterion", criterion, Agreement)
+    estimates, single = _seq("estimate", estimate, Estimate)
+    k = len(estimates)
+    theories = _numbers("theory", theory, k)
+    labs = _labels(labels, k)
+    _declared_before(criterion, estimates)
+    if corrected is not None and not (isinstance(correction, str) and correction.strip()):
+        raise ValueError("correction must describe the corrected value when corrected is given")
+    points = _points(estimates, theories, labs, criterion)
+    result = _agreement_outcome(points, criterion)
+    worst = max(points, key=lambda p: abs(p.t) / p.crit if p.crit else 0.0)
+    tested = _g(_detectable(points, criterion)) + ("" if not criterion.relative else " (relative)")
+    text = (f"max |t| = {abs(worst.t):.2f} vs {worst.crit:.2f} ({k} point"
+            f"{'s' if k > 1 else ''}, family-wise alpha {criterion.alpha:g}); "
+            f"detectable deviation {tested}, margin {criterion.margin:g}")
+    theory_text = (_g(theories[0]) if len(set(theories)) == 1
+                   else f"{k} values from {_g(min(theories))} to {_g(max(theories))}")
+    outcome, corr_pts = result, None
+    if result == "fail":
+        outcome = _failed(scope)
+        if corrected is not None:
+            corr = _numbers("corrected", corrected, k)
+            corr_pts = _points(estimates, corr, labs, criterion)
+            corr_result = _agreement_outcome(corr_pts, criterion)
+            cworst = max(corr_pts, key=lambda p: abs(p.t) / p.crit if p.crit else 0.0)
+            text += f"; corrected: max |t| = {abs(cworst.t):.2f}"
+            if corr_result == CONFIRMED:
+                outcome = CORRECTED
+            else:
+                text += (" (the correction fails too)" if corr_result == "fail"
+                         else " (the correction is not excluded, but not pinned down either)")
+            theory_text += (f" (corrected: {_g(corr[0])})" if len(set(corr)) == 1
+                            else f" (corrected: {_g(min(corr))} to {_g(max(corr))})")
+    elif result == INCONCLUSIVE:
+        text += ": too wide to confirm"
+    measured = (str(worst.estimate) if single
+                else f"worst point {worst.label}: {worst.estimate} (theory {_g(worst.theory)})")
+    recs = []
+    for i, p in enumerate(points):
+        rec = {"name": p.label or "estimate", **value_record(p.estimate), "theory": p.theory}
+        if corr_pts is not None:
+            rec["corrected"] = corr_pts[i].theory
+        recs.append(rec)
+    test = {"text": text, "statistic": "max |t|", "value": abs(worst.t),
+            "threshold": worst.crit, "detectable": _detectable(points, criterion),
+            "family": k, "alpha": criterion.alpha}
+    return Verdict(paper, claim, statement, outcome, scope, TEST, theory_text, measured,
+                   correction=correction if outcome == CORRECTED or corrected is not None
+                   else "", criterion=criterion.record(), test=test,
+                   values=recs + _extra(values))
 
 
-def exact(paper: str, claim: str, statement: str, *, printed: sp.Expr, derived: sp.Expr,
-          if_wrong: str = CORRECTED, correction: str = "") -> Verdict:
-    """Compare a printed formula with the SymPy derivation: equal means CONFIRMED.
+# -- inequalities ----------------------------------------------------------------------------
+def _one_sided(paper, claim, statement, *, estimate, bound_, criterion, scope, labels, kind,
+               values, upper: bool) -> Verdict:
+    _head(paper, claim, statement, scope)
+    _criterion("criterion", criterion, Inequality)
+    kind = _kind(kind)
+    estimates, single = _seq("estimate", estimate, Estimate)
+    k = len(estimates)
+    bounds = _numbers("bound", bound_, k)
+    labs = _labels(labels, k)
+    _declared_before(criterion, estimates)
+    rows = []
+    for lab, e, b in zip(labs, estimates, bounds, strict=True):
+        c = e.critical(criterion.alpha / k, sides=1)
+        rows.append((lab, e, b, e.value - c * e.se, e.value + c * e.se, c))
+    # for an upper bound (value <= b): violated if lo > b, cleared if hi <= b
+    if upper:
+        violated = [r for r in rows if r[3] > r[2]]
+        cleared = all(r[4] <= r[2] for r in rows)
+        slack = [r[2] - r[4] for r in rows]
+        untested = all(r[2] > 0 and r[4] > 0 and r[4] * UNTESTED_FACTOR < r[2] for r in rows)
+    else:
+        violated = [r for r in rows if r[4] < r[2]]
+        cleared = all(r[3] >= r[2] for r in rows)
+        slack = [r[3] - r[2] for r in rows]
+        untested = all(r[2] > 0 and r[3] > UNTESTED_FACTOR * r[2] for r in rows)
+    rel = "<=" if upper else ">="
+    tight = min(range(k), key=lambda i: slack[i])
+    lab, e, b, lo, hi, c = rows[rows.index(violated[0]) if violated else tight]
+    if violated:
+        outcome = _failed(scope)
+        text = f"{'lower' if upper else 'upper'} end {_g(lo if upper else hi)} beyond the bound"
+    elif cleared:
+        outcome = CONFIRMED
+        text = (f"{'upper' if upper else 'lower'} end {_g(hi if upper else lo)} {rel} bound "
+                f"{_g(b)}: margin {_g(slack[tight])}")
+        if untested:
+            kind = CONSISTENCY
+            text += f" (cleared by more than {UNTESTED_FACTOR:g}x: the bound is not under test)"
+    else:
+        outcome = INCONCLUSIVE
+        text = f"the interval [{_g(lo)}, {_g(hi)}] straddles the bound {_g(b)}"
+    text += f" ({k} point{'s' if k > 1 else ''}, one-sided family-wise alpha {criterion.alpha:g})"
+    where = f" at {lab}" if lab else ""
+    recs = [{"name": r[0] or "estimate", **value_record(r[1]), "bound": r[2]} for r in rows]
+    test = {"text": text, "statistic": "one-sided interval end", "value": hi if upper else lo,
+            "threshold": b, "margin": slack[tight], "family": k, "alpha": criterion.alpha}
+    return Verdict(paper, claim, statement, outcome, scope, kind, f"{rel} {_g(b)}{where}",
+                   f"{e}{where}" if not single else str(e), criterion=criterion.record(),
+                   test=test, values=recs + _extra(values))
 
-    When they differ the verdict is ``if_wrong``: CORRECTED for an erratum that leaves the
-    paper's conclusion standing (``correction`` says why), REFUTED when the claim falls.
+
+def at_most(paper: str, claim: str, statement: str, *, estimate, bound, criterion: Inequality,
+            scope: str, labels: Sequence[str] | None = None, kind: str = TEST,
+            values: Mapping | None = None) -> Verdict:
+    """A claimed upper bound ``E <= bound`` on estimated quantities (one or several points).
+
+    Confirmed when every one-sided upper interval end is at or below its bound (the margin is
+    recorded), refuted when a lower end is above it, inconclusive otherwise. A bound cleared
+    by more than a factor 100 is recorded as a consistency check.
+
+    Examples
+    --------
+    >>> from eit.verdicts.criteria import Inequality
+    >>> from eit.verdicts.stats import Estimate
+    >>> at_most("key", "Thm 1", "E X <= 2", estimate=Estimate(1.5, 0.1, 50, df=49), bound=2.0,
+    ...         criterion=Inequality(), scope="paper").outcome
+    'confirmed'
     """
-    for name in ("paper", "claim", "statement"):
-        _text(name, locals()[name])
+    return _one_sided(paper, claim, statement, estimate=estimate, bound_=bound,
+                      criterion=criterion, scope=scope, labels=labels, kind=kind,
+                      values=values, upper=True)
+
+
+def at_least(paper: str, claim: str, statement: str, *, estimate, bound, criterion: Inequality,
+             scope: str, labels: Sequence[str] | None = None, kind: str = TEST,
+             values: Mapping | None = None) -> Verdict:
+    """A claimed lower bound ``E >= bound`` (see :func:`at_most`)."""
+    return _one_sided(paper, claim, statement, estimate=estimate, bound_=bound,
+                      criterion=criterion, scope=scope, labels=labels, kind=kind,
+                      values=values, upper=False)
+
+
+def bound(paper: str, claim: str, statement: str, *, bound, failures, criterion: Inequality,
+          scope: str, labels: Sequence[str] | None = None, kind: str = TEST,
+          values: Mapping | None = None) -> Verdict:
+    """A claimed upper bound on a probability, against counted failures.
+
+    Parameters
+    ----------
+    bound : float or sequence of float
+        The claimed bound on P(failure), one per point.
+    failures : Proportion or sequence of Proportion
+        The observed failure counts.
+
+    Returns
+    -------
+    Verdict
+        Refuted (not reproduced, on a substitute) when a one-sided Clopper-Pearson lower end
+        exceeds its bound, confirmed when every upper end is at or below it (a bound >= 1, or
+        one cleared by more than a factor 100, is a consistency check), inconclusive otherwise.
+    """
+    _head(paper, claim, statement, scope)
+    _criterion("criterion", criterion, Inequality)
+    kind = _kind(kind)
+    props, single = _seq("failures", failures, Proportion)
+    k = len(props)
+    bounds = _numbers("bound", bound, k)
+    labs = _labels(labels, k)
+    _declared_before(criterion, props)
+    ends = [p.bounds(criterion.alpha / k, sides=1) for p in props]
+    violated = [i for i in range(k) if ends[i][0] > bounds[i]]
+    cleared = all(ends[i][1] <= bounds[i] for i in range(k))
+    tight = min(range(k), key=lambda i: bounds[i] - ends[i][1])
+    i = violated[0] if violated else tight
+    where = f" at {labs[i]}" if labs[i] else ""
+    if violated:
+        outcome = _failed(scope)
+        text = f"lower end {_g(ends[i][0])} above the bound {_g(bounds[i])}{where}"
+    elif cleared:
+        outcome = CONFIRMED
+        text = (f"upper end {_g(ends[i][1])} <= bound {_g(bounds[i])}{where}: margin "
+                f"{_g(bounds[i] - ends[i][1])}")
+        if all(b >= 1 for b in bounds):
+            kind, text = CONSISTENCY, text + " (a probability bound >= 1 cannot fail)"
+        elif all(ends[j][1] * UNTESTED_FACTOR < bounds[j] for j in range(k)):
+            kind = CONSISTENCY
+            text += f" (cleared by more than {UNTESTED_FACTOR:g}x: the bound is not under test)"
+    else:
+        outcome = INCONCLUSIVE
+        text = (f"the interval [{_g(ends[i][0])}, {_g(ends[i][1])}] straddles the bound "
+                f"{_g(bounds[i])}{where}")
+    text += f" ({k} point{'s' if k > 1 else ''}, one-sided family-wise alpha {criterion.alpha:g})"
+    recs = [{"name": labs[j] or "failures", **value_record(props[j]), "bound": bounds[j]}
+            for j in range(k)]
+    test = {"text": text, "statistic": "Clopper-Pearson end", "value": ends[i][1],
+            "threshold": bounds[i], "margin": bounds[tight] - ends[tight][1], "family": k,
+            "alpha": criterion.alpha}
+    return Verdict(paper, claim, statement, outcome, scope, kind, f"P <= {_g(bounds[i])}{where}",
+                   str(props[i]) + ("" if single else where), criterion=criterion.record(),
+                   test=test, values=recs + _extra(values))
+
+
+def order(paper: str, claim: str, statement: str, *, larger, smaller, criterion: Inequality,
+          scope: str, labels: Sequence[str] | None = None, values: Mapping | None = None
+          ) -> Verdict:
+    """The claim ``larger > smaller`` (for every pair given), from independent measurements.
+
+    Estimates are compared by their difference (Welch t), proportions by Fisher's exact test.
+    Confirmed when every pair is significantly in the claimed order, refuted (not
+    reproduced, on a substitute) when one pair is significantly in the opposite order,
+    inconclusive otherwise (then the smallest detectable difference is stated).
+    """
+    _head(paper, claim, statement, scope)
+    _criterion("criterion", criterion, Inequality)
+    kinds = (Estimate, Proportion)
+    big, single = _seq("larger", larger, kinds)
+    small, _ = _seq("smaller", smaller, kinds)
+    if len(big) != len(small):
+        raise ValueError(f"larger and smaller must pair up, got {len(big)} and {len(small)}")
+    k = len(big)
+    labs = _labels(labels, k)
+    _declared_before(criterion, big + small)
+    a = criterion.alpha / k
+    right, wrong, detect, recs = [], [], [], []
+    from .stats import fisher_exact
+    for lab, x, y in zip(labs, big, small, strict=True):
+        if type(x) is not type(y):
+            raise TypeError("larger and smaller must both be Estimates or both Proportions")
+        if isinstance(x, Estimate):
+            d = x - y
+            c = d.critical(a, sides=1)
+            right.append(d.value - c * d.se > 0)
+            wrong.append(d.value + c * d.se < 0)
+            detect.append(c * d.se)
+        else:
+            right.append(fisher_exact(x, y, "greater") < a)
+            wrong.append(fisher_exact(x, y, "less") < a)
+            detect.append(math.nan)
+        recs += [{"name": f"{lab} larger".strip(), **value_record(x)},
+                 {"name": f"{lab} smaller".strip(), **value_record(y)}]
+    if any(wrong):
+        outcome = _failed(scope)
+        i = wrong.index(True)
+        text = f"significantly in the opposite order at {labs[i] or 'the point'}"
+    elif all(right):
+        outcome, i = CONFIRMED, 0
+        text = "every pair significantly in the claimed order"
+    else:
+        outcome = INCONCLUSIVE
+        i = right.index(False)
+        d = detect[i]
+        text = (f"not significant at {labs[i] or 'the point'}"
+                + (f" (detectable difference {_g(d)})" if math.isfinite(d) else ""))
+    text += f" ({k} pair{'s' if k > 1 else ''}, one-sided family-wise alpha {criterion.alpha:g})"
+    measured = f"{big[i]} vs {small[i]}" + ("" if single else f" at {labs[i]}")
+    test = {"text": text, "statistic": "one-sided difference test", "family": k,
+            "alpha": criterion.alpha}
+    return Verdict(paper, claim, statement, outcome, scope, TEST, "larger > smaller", measured,
+                   criterion=criterion.record(), test=test, values=recs + _extra(values))
+
+
+def detects(paper: str, claim: str, statement: str, *, statistic: Statistic, p_value: float,
+            criterion: Detection, scope: str, values: Mapping | None = None) -> Verdict:
+    """A claimed effect (a trend, a correlation): confirmed when ``p_value < alpha``.
+
+    A non-detection is inconclusive, never a refutation: absence of evidence at this sample
+    size is not evidence of absence.
+    """
+    _head(paper, claim, statement, scope)
+    _criterion("criterion", criterion, Detection)
+    if not isinstance(statistic, Statistic):
+        raise TypeError(f"statistic must be a stats.Statistic, got {type(statistic).__name__}")
+    p = _finite("p_value", p_value)
+    if not 0 <= p <= 1:
+        raise ValueError(f"p_value must lie in [0, 1], got {p}")
+    outcome = CONFIRMED if p < criterion.alpha else INCONCLUSIVE
+    text = f"{criterion.test}: p {'<' if p < criterion.alpha else '>='} {criterion.alpha:g}"
+    test = {"text": text, "statistic": criterion.test, "value": statistic.value, "p": p,
+            "threshold": criterion.alpha}
+    return Verdict(paper, claim, statement, outcome, scope, TEST, "an effect exists",
+                   f"statistic {statistic}", criterion=criterion.record(), test=test,
+                   values=[{"name": "statistic", **value_record(statistic)}] + _extra(values))
+
+
+# -- exact -----------------------------------------------------------------------------------
+def _sympy(name: str, value) -> sp.Basic:
+    try:
+        expr = sp.sympify(value)
+    except (sp.SympifyError, TypeError) as err:
+        raise TypeError(f"{name} must be a SymPy expression or number, got {value!r}") from err
+    if expr.has(sp.nan, sp.zoo):
+        raise ValueError(f"{name} is NaN or complex infinity: {expr}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return expr
+
+
+def _equal(a: sp.Basic, b: sp.Basic) -> bool:
+    diff = a - b
+    if sp.simplify(diff) == 0 or sp.expand(diff) == 0:
+        return True
+    return bool(diff.equals(0))
+
+
+def exact(paper: str, claim: str, statement: str, *, printed, derived, scope: str,
+          if_wrong: str = CORRECTED, correction: str = "", kind: str = EXACT) -> Verdict:
+    """A printed formula against the SymPy derivation: equal means confirmed.
+
+    When they differ the outcome is ``if_wrong``: CORRECTED for an erratum that leaves the
+    paper's conclusion standing (``correction`` says why; the derived formula is the
+    correction), REFUTED when the claim falls. ``kind=CONSISTENCY`` marks an identity true by
+    construction.
+    """
+    _head(paper, claim, statement, scope)
     if if_wrong not in (CORRECTED, REFUTED):
         raise ValueError(f"if_wrong must be {CORRECTED!r} or {REFUTED!r}, got {if_wrong!r}")
-    printed, derived = sp.sympify(printed), sp.sympify(derived)
-    equal = sp.simplify(printed - derived) == 0
+    kind = _kind(kind)
+    printed, derived = _sympy("printed", printed), _sympy("derived", derived)
     shown = f"printed {sp.sstr(printed)}"
-    if equal:
-        return Verdict(paper, claim, statement, CONFIRMED, shown, f"derived {sp.sstr(derived)}",
-                       "symbolic difference simplifies to 0")
-    if if_wrong == CORRECTED and not correction:
+    vals = [{"name": "printed", **value_record(printed)},
+            {"name": "derived", **value_record(derived)}]
+    if _equal(printed, derived):
+        return Verdict(paper, claim, statement, CONFIRMED, scope, kind, shown,
+                       f"derived {sp.sstr(derived)}",
+                       test={"text": "symbolic difference simplifies to 0"}, values=vals)
+    if if_wrong == CORRECTED and not (isinstance(correction, str) and correction.strip()):
         raise ValueError("correction must explain the erratum when the formulas differ")
-    return Verdict(paper, claim, statement, if_wrong, shown, f"derived {sp.sstr(derived)}",
-                   "symbolic difference is not 0", correction or f"use {sp.sstr(derived)}")
+    outcome = if_wrong if if_wrong == CORRECTED else _failed(scope)
+    return Verdict(paper, claim, statement, outcome, scope, kind, shown,
+                   f"derived {sp.sstr(derived)}", correction=correction or
+                   f"use {sp.sstr(derived)}", test={"text": "symbolic difference is not 0"},
+                   values=vals)
 
 
-def holds(paper: str, claim: str, statement: str, *, holds: bool, evidence: str,
-          theory: str = "holds", if_wrong: str = REFUTED, correction: str = "",
-          corrected: bool | None = None) -> Verdict:
-    """A yes/no claim (an inequality, an identity over a range) decided by ``evidence``.
+def _bool(name: str, value) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool (the result of a computation), got "
+                    f"{type(value).__name__}")
 
-    With ``if_wrong=CORRECTED`` a failing claim is CORRECTED only when the corrected claim
-    (``correction``) is itself decided true by the evidence: ``corrected`` must then be the
-    bool computed from it, and a correction that fails too makes the verdict REFUTED.
+
+def holds(paper: str, claim: str, statement: str, *, holds: bool, evidence: str, scope: str,
+          theory: str = "holds", kind: str = EXACT, if_wrong: str = REFUTED,
+          correction: str = "", corrected: bool | None = None,
+          values: Mapping | None = None) -> Verdict:
+    """A yes/no claim decided by an exact computation (an identity over a range, a count).
+
+    With ``if_wrong=CORRECTED`` a failing claim is corrected only when the corrected claim is
+    itself decided true by the evidence: ``corrected`` must be the bool computed from it, and
+    a correction that fails too makes the outcome refuted. ``evidence`` says how the decision
+    was reached; it must not contain random numbers (put those in ``values``).
     """
-    for name in ("paper", "claim", "statement", "evidence"):
-        _text(name, locals()[name])
-    if not isinstance(holds, bool):
-        raise TypeError(f"holds must be a bool, got {type(holds).__name__}")
+    return _decide(paper, claim, statement, ok=holds, evidence=evidence, scope=scope,
+                   theory=theory, kind=kind, if_wrong=if_wrong, correction=correction,
+                   corrected=corrected, values=values)
+
+
+def _decide(paper, claim, statement, *, ok, evidence, scope, theory, kind, if_wrong, correction,
+            corrected, values) -> Verdict:
+    _head(paper, claim, statement, scope)
+    _text("evidence", evidence)
+    kind = _kind(kind)
+    ok = _bool("holds", ok)
     if if_wrong not in (CORRECTED, REFUTED):
         raise ValueError(f"if_wrong must be {CORRECTED!r} or {REFUTED!r}, got {if_wrong!r}")
     if if_wrong == CORRECTED:
-        if not correction:
-            raise ValueError("correction must state the corrected claim")
-        if not isinstance(corrected, bool):
-            raise TypeError("corrected must be a bool decided by the evidence for the corrected "
-                            f"claim, got {type(corrected).__name__}")
+        _text("correction", correction)
+        corrected = _bool("corrected", corrected)
     elif corrected is not None:
         raise ValueError("corrected is only meaningful with if_wrong=CORRECTED")
-    if holds:
-        return Verdict(paper, claim, statement, CONFIRMED, theory, evidence, "holds")
+    vals = _extra(values)
+    if ok:
+        return Verdict(paper, claim, statement, CONFIRMED, scope, kind, theory, "holds",
+                       evidence=evidence, test={"text": "holds"}, values=vals)
     if if_wrong == CORRECTED:
-        status = CORRECTED if corrected else REFUTED
+        outcome = CORRECTED if corrected else _failed(scope)
         test = "fails; the correction holds" if corrected else "fails, and so does the correction"
-        return Verdict(paper, claim, statement, status, theory, evidence, test, correction)
-    return Verdict(paper, claim, statement, REFUTED, theory, evidence, "fails", correction)
+        return Verdict(paper, claim, statement, outcome, scope, kind, theory, "fails",
+                       evidence=evidence, correction=correction, test={"text": test},
+                       values=vals)
+    return Verdict(paper, claim, statement, _failed(scope), scope, kind, theory, "fails",
+                   evidence=evidence, correction=correction, test={"text": "fails"},
+                   values=vals)
 
 
-__all__ = ["MIME", "CONFIRMED", "CORRECTED", "REFUTED", "Verdict", "agree", "agree_all", "bound",
-           "exact", "holds", "significant"]
+def consistency(paper: str, claim: str, statement: str, *, holds: bool, evidence: str,
+                reason: str, scope: str, values: Mapping | None = None) -> Verdict:
+    """A check that cannot fail at this setting: an identity true by construction, a bound
+    implied by another result. Recorded (a failure would be a bug), never a confirmation.
+
+    ``reason`` says why it cannot fail.
+    """
+    _text("reason", reason)
+    v = _decide(paper, claim, statement, ok=holds, evidence=evidence, scope=scope,
+                theory="holds", kind=CONSISTENCY, if_wrong=REFUTED, correction="",
+                corrected=None, values=values)
+    return Verdict(v.paper, v.claim, v.statement, v.outcome, v.scope, v.kind, v.theory,
+                   v.measured, evidence=f"{evidence} (consistency check: {reason})",
+                   test=v.test, values=v.values)
+

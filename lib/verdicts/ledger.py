@@ -1,8 +1,18 @@
 """The claims ledger: every verdict recorded by the executed chapters.
 
 Verdicts are read from the committed, executed notebooks (output metadata under
-:data:`eit.verdicts.checks.MIME`), never typed by hand.
-``python -m eit.verdicts.ledger out.json`` exports them.
+:data:`eit.verdicts.records.MIME_VERDICT`), never typed by hand. Records of both schemas are
+returned in one shape, schema 2 (:meth:`eit.verdicts.records.Verdict.record`):
+
+* schema 2 (``"schema": 2``): taken as it is;
+* schema 1 (no ``schema`` key; written by :mod:`eit.verdicts.legacy_checks`): ``verdict``
+  becomes ``outcome``, the scope is ``paper``, the kind ``test``, the test text moves to
+  ``test["text"]`` and ``id`` is the anchor that schema 2 computes from paper, claim and
+  statement.
+
+Each record also says where it comes from: ``chapter`` (the docname), ``chapter_title``,
+``part`` (the folder under ``chapters/``) and ``source_schema``.
+``python -m eit.verdicts.ledger out.json`` exports them, with the chapters' status.
 Chapter status (execution time, device, library versions) is read from the notebook metadata
 written by ``tools/execute.py``.
 """
@@ -11,10 +21,26 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
 from ..core.paths import book_root
-from .checks import MIME
+from .records import (
+    CONSISTENCY,
+    KINDS,
+    MIME_VERDICT,
+    OUTCOMES,
+    PAPER,
+    SCOPES,
+    TEST,
+    _anchor,
+)
+
+__all__ = ["chapter_notebooks", "normalize", "verdicts", "status", "summary", "export", "main"]
+
+#: The fields of a normalized record, in order (schema 2, then where it comes from).
+FIELDS = ("schema", "id", "paper", "claim", "statement", "outcome", "scope", "kind", "theory",
+          "measured", "evidence", "correction", "criterion", "test", "values")
 
 
 def chapter_notebooks(root: Path | None = None) -> list[Path]:
@@ -33,42 +59,111 @@ def _title(nb: dict) -> str:
     return ""
 
 
+def normalize(record: dict) -> dict:
+    """One verdict record of either schema as a schema-2 dict (see the module docstring).
+
+    Raises
+    ------
+    ValueError
+        If the record names an unknown schema, outcome, scope or kind, or lacks a field.
+    """
+    schema = record.get("schema", 1)
+    if schema == 1:
+        missing = {"paper", "claim", "statement", "verdict"} - set(record)
+        if missing:
+            raise ValueError(f"schema-1 record without {sorted(missing)}: {record!r}")
+        test = record.get("test", "")
+        out = {"schema": 2,
+               "id": _anchor(record["paper"], record["claim"], record["statement"]),
+               "paper": record["paper"], "claim": record["claim"],
+               "statement": record["statement"], "outcome": record["verdict"],
+               "scope": PAPER, "kind": TEST, "theory": record.get("theory", ""),
+               "measured": record.get("measured", ""), "evidence": "",
+               "correction": record.get("correction", ""), "criterion": {},
+               "test": test if isinstance(test, dict) else {"text": str(test)}, "values": []}
+    elif schema == 2:
+        missing = {"id", "paper", "claim", "statement", "outcome", "scope", "kind"} - set(record)
+        if missing:
+            raise ValueError(f"schema-2 record without {sorted(missing)}: {record!r}")
+        out = {"schema": 2, "evidence": "", "correction": "", "criterion": {}, "test": {},
+               "values": [], "theory": "", "measured": ""}
+        out.update({k: record[k] for k in FIELDS if k in record})
+    else:
+        raise ValueError(f"unknown verdict record schema {schema!r}")
+    for name, allowed in (("outcome", OUTCOMES), ("scope", SCOPES), ("kind", KINDS)):
+        if out[name] not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {out[name]!r}")
+    out = {k: out[k] for k in FIELDS}
+    out["source_schema"] = schema
+    return out
+
+
 def verdicts(root: Path | None = None) -> list[dict]:
-    """All verdict records, each with the chapter's docname and title added."""
+    """All verdict records, normalized to schema 2, with where each comes from.
+
+    Added keys: ``chapter`` (docname), ``chapter_title``, ``part`` (the chapter's folder),
+    ``source_schema`` (1 or 2).
+    """
     root = book_root() if root is None else root
     records = []
     for path in chapter_notebooks(root):
         nb = json.loads(path.read_text())
         doc = path.relative_to(root).with_suffix("").as_posix()
+        title = _title(nb)
         for cell in nb["cells"]:
             for out in cell.get("outputs", []):
-                rec = out.get("metadata", {}).get(MIME)
+                rec = out.get("metadata", {}).get(MIME_VERDICT)
                 if rec is not None:
-                    records.append({**rec, "chapter": doc, "chapter_title": _title(nb)})
+                    records.append({**normalize(rec), "chapter": doc, "chapter_title": title,
+                                    "part": path.parent.name})
     return records
 
 
+def summary(records: list[dict]) -> dict:
+    """Counts by outcome for tests and exact checks; consistency checks counted apart.
+
+    Returns ``{"total", "consistency", "outcomes": {outcome: n}}``; a consistency check is never
+    counted under its outcome (it cannot fail, so it confirms nothing).
+    """
+    checked = [r for r in records if r["kind"] != CONSISTENCY]
+    counts = Counter(r["outcome"] for r in checked)
+    return {"total": len(records), "consistency": len(records) - len(checked),
+            "outcomes": {o: counts[o] for o in OUTCOMES}}
+
+
 def status(root: Path | None = None) -> list[dict]:
-    """Per chapter: execution wall time, device and library versions of the committed outputs."""
+    """Per chapter: execution wall time, device and library versions of the committed outputs.
+
+    Also ``verdicts``: the chapter's counts (:func:`summary`) and ``part``.
+    """
     root = book_root() if root is None else root
+    by_chapter: dict[str, list[dict]] = {}
+    for r in verdicts(root):
+        by_chapter.setdefault(r["chapter"], []).append(r)
     rows = []
     for path in chapter_notebooks(root):
         nb = json.loads(path.read_text())
         meta = nb.get("metadata", {}).get("eit", {})
-        rows.append({"chapter": path.relative_to(root).with_suffix("").as_posix(),
-                     "title": _title(nb), **meta})
+        doc = path.relative_to(root).with_suffix("").as_posix()
+        rows.append({"chapter": doc, "title": _title(nb), "part": path.parent.name, **meta,
+                     "verdicts": summary(by_chapter.get(doc, []))})
     return rows
+
+
+def export(root: Path | None = None) -> dict:
+    """The ledger as one JSON-ready dict: ``{"schema", "verdicts", "status"}``."""
+    return {"schema": 2, "verdicts": verdicts(root), "status": status(root)}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Export the claims ledger as JSON.")
     parser.add_argument("output", nargs="?", default="-", help="file to write (default stdout)")
     args = parser.parse_args(argv)
-    text = json.dumps({"verdicts": verdicts(), "status": status()}, indent=2,
-                      ensure_ascii=False)
+    text = json.dumps(export(), indent=2, ensure_ascii=False)
     if args.output == "-":
         print(text)
     else:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(text + "\n")
 
 

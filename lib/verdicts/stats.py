@@ -1,19 +1,267 @@
-"""Monte Carlo estimates with standard errors, and proportions with confidence intervals."""
+"""Monte Carlo estimates with standard errors, proportions, and the arithmetic between them.
+
+An :class:`Estimate` is a number measured from independent random samples: its value, its
+standard error, the sample count and the degrees of freedom of its error (``n - 1`` for a
+sample mean, ``None`` when the normal law is exact enough, as for a bootstrap from thousands of
+samples). Estimates combine by the usual error propagation (independent errors; first order in
+the delta method), so that a chapter never propagates standard errors by hand. A
+:class:`Proportion` is a count ``k`` out of ``n`` with an exact (Clopper-Pearson) interval.
+A :class:`Statistic` is a number that depends on the random draws but has no standard error of
+its own (a test statistic, a correlation coefficient): it is shown, never compared.
+
+Every estimate also remembers the notebook cell in which it was made (IPython's execution
+count), so that a check can verify that its criterion was declared *before* the measurement
+(DESIGN.md section 3a).
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from scipy import stats as _st
 
+__all__ = ["Estimate", "Proportion", "Statistic", "mean", "log_mean", "median", "mean_se",
+           "proportion", "significant", "fisher_exact", "kendall_tau", "execution_count"]
+
+
+_CELLS = {"count": 0, "shell": None}
+
+
+def _tick(*_args) -> None:
+    _CELLS["count"] += 1
+
+
+def execution_count() -> int | None:
+    """A counter of the notebook cells run so far in this kernel, or None outside IPython.
+
+    Counted with IPython's ``pre_run_cell`` event, which fires for every cell whether or not
+    the frontend stores history (nbval does not, so IPython's own execution count stands
+    still there). Only the order matters: a larger count is a later cell.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency of the book
+        return None
+    shell = get_ipython()
+    if shell is None:
+        return None
+    if _CELLS["shell"] is not shell:
+        shell.events.register("pre_run_cell", _tick)
+        _CELLS["shell"], _CELLS["count"] = shell, 0
+    return _CELLS["count"]
+
+
+def _real(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex():
+            value = value.item()
+        else:
+            raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if math.isnan(value):
+        raise ValueError(f"{name} is NaN")
+    return value
+
+
+def _count(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def significant(value: float, se: float, digits: int = 2) -> str:
+    """``value`` rounded to the decimal place of the ``digits``-th significant digit of ``se``.
+
+    Only converged digits are printed: an estimate 1.23456 with standard error 0.0123 prints
+    as ``1.235`` (two significant digits of the error).
+
+    Examples
+    --------
+    >>> significant(1.23456, 0.0123)
+    '1.235'
+    >>> significant(1234.5, 56.0)
+    '1234'
+    """
+    if not math.isfinite(value):
+        return str(value)
+    if not math.isfinite(se) or se <= 0:
+        return f"{value:.6g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(se)))
+    return f"{value:.{decimals}f}"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A Monte Carlo estimate: ``value`` with standard error ``se`` from ``n`` samples.
+
+    Parameters
+    ----------
+    value : float
+        The estimate (finite).
+    se : float
+        Its standard error (finite, >= 0).
+    n : int
+        The number of independent samples it rests on (>= 1).
+    df : float or None
+        Degrees of freedom of the standard error: ``n - 1`` for a sample mean, so that tests
+        use Student's t; None for the normal law.
+
+    Examples
+    --------
+    >>> e = Estimate(1.02, 0.01, 100, df=99)
+    >>> str(e)
+    '1.020 ± 0.010'
+    >>> round((e - Estimate(1.0, 0.01, 100, df=99)).se, 6)
+    0.014142
+    """
+
+    value: float
+    se: float
+    n: int
+    df: float | None = None
+    made_in: int | None = field(default_factory=execution_count, compare=False, repr=False)
+
+    def __post_init__(self):
+        value, se = _real("value", self.value), _real("se", self.se)
+        if not math.isfinite(value):
+            raise ValueError(f"value must be finite, got {value}")
+        if not math.isfinite(se) or se < 0:
+            raise ValueError(f"se must be finite and >= 0, got {se}")
+        n = _count("n", self.n, 1)
+        if self.df is not None:
+            df = _real("df", self.df)
+            if not df > 0 or not math.isfinite(df):
+                raise ValueError(f"df must be finite and > 0 (or None), got {self.df}")
+            object.__setattr__(self, "df", df)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "se", se)
+        object.__setattr__(self, "n", n)
+
+    def __str__(self) -> str:
+        return f"{significant(self.value, self.se)} ± {significant(self.se, self.se)}"
+
+    def z(self, theory: float) -> float:
+        """Standardized distance (value - theory) / se; inf when se = 0 and they differ."""
+        theory = _real("theory", theory)
+        diff = self.value - theory
+        if self.se == 0:
+            return 0.0 if diff == 0 else math.copysign(math.inf, diff)
+        return diff / self.se
+
+    def critical(self, alpha: float, sides: int = 2) -> float:
+        """The critical value of the t (or normal) law at level ``alpha``, one or two sided."""
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+        if sides not in (1, 2):
+            raise ValueError(f"sides must be 1 or 2, got {sides}")
+        q = 1 - alpha / sides
+        return float(_st.norm.ppf(q) if self.df is None else _st.t.ppf(q, self.df))
+
+    def interval(self, alpha: float, sides: int = 2) -> tuple[float, float]:
+        """Confidence interval at level 1 - alpha (t quantiles when ``df`` is set)."""
+        half = self.critical(alpha, sides) * self.se
+        return self.value - half, self.value + half
+
+    # -- arithmetic with independent errors ------------------------------------------------
+    def _combine(self, other: Estimate, value: float, da: float, db: float) -> Estimate:
+        va, vb = (da * self.se) ** 2, (db * other.se) ** 2
+        se = math.sqrt(va + vb)
+        return Estimate(value, se, min(self.n, other.n), _welch_df(va, self.df, vb, other.df))
+
+    def __add__(self, other) -> Estimate:
+        if isinstance(other, Estimate):
+            return self._combine(other, self.value + other.value, 1.0, 1.0)
+        return Estimate(self.value + _real("other", other), self.se, self.n, self.df)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> Estimate:
+        return Estimate(-self.value, self.se, self.n, self.df)
+
+    def __sub__(self, other) -> Estimate:
+        return self + (-other)
+
+    def __rsub__(self, other) -> Estimate:
+        return (-self) + other
+
+    def __mul__(self, other) -> Estimate:
+        if isinstance(other, Estimate):
+            return self._combine(other, self.value * other.value, other.value, self.value)
+        c = _real("factor", other)
+        return Estimate(self.value * c, self.se * abs(c), self.n, self.df)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other) -> Estimate:
+        if isinstance(other, Estimate):
+            if other.value == 0:
+                raise ZeroDivisionError("division by an estimate whose value is 0")
+            q = self.value / other.value
+            return self._combine(other, q, 1 / other.value, -q / other.value)
+        c = _real("divisor", other)
+        if c == 0:
+            raise ZeroDivisionError("division of an estimate by 0")
+        return Estimate(self.value / c, self.se / abs(c), self.n, self.df)
+
+    def log(self) -> Estimate:
+        """log of a positive estimate by the delta method (se / value)."""
+        if self.value <= 0:
+            raise ValueError(f"log of a non-positive estimate {self.value}")
+        return Estimate(math.log(self.value), self.se / self.value, self.n, self.df)
+
+    def exp(self) -> Estimate:
+        """exp of an estimate by the delta method (se * exp(value))."""
+        e = math.exp(self.value)
+        return Estimate(e, self.se * e, self.n, self.df)
+
+
+def _welch_df(va: float, dfa: float | None, vb: float, dfb: float | None) -> float | None:
+    """Welch-Satterthwaite degrees of freedom of a sum of independent errors."""
+    if dfa is None and dfb is None:
+        return None
+    num = (va + vb) ** 2
+    den = (va**2 / dfa if dfa else 0.0) + (vb**2 / dfb if dfb else 0.0)
+    if den == 0 or num == 0:
+        return dfa if dfb is None else dfb if dfa is None else min(dfa, dfb)
+    return num / den
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """A number computed from random draws that has no standard error of its own.
+
+    Test statistics, correlation coefficients and fitted slopes are shown in tables and
+    verdicts as Statistics: the regression test compares the decisions they feed, never
+    their digits.
+    """
+
+    value: float
+    digits: int = 3
+
+    def __post_init__(self):
+        object.__setattr__(self, "value", _real("value", self.value))
+        _count("digits", self.digits, 1)
+
+    def __str__(self) -> str:
+        return f"{self.value:.{self.digits}g}"
+
 
 def _array(name: str, samples) -> np.ndarray:
     if isinstance(samples, torch.Tensor):
+        if samples.is_complex():
+            raise TypeError(f"{name} must be real, got a complex tensor")
         samples = samples.detach().cpu().numpy()
-    arr = np.asarray(samples, dtype=np.float64)
+    arr = np.asarray(samples)
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be real, got complex values")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size < 2:
@@ -23,45 +271,59 @@ def _array(name: str, samples) -> np.ndarray:
     return arr
 
 
-def significant(value: float, se: float, digits: int = 2) -> str:
-    """Format ``value`` to the decimal place of the ``digits``-th significant digit of ``se``."""
-    if not math.isfinite(value):
-        return str(value)
-    if se <= 0 or not math.isfinite(se):
-        return f"{value:.6g}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(se)))
-    return f"{value:.{decimals}f}"
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A Monte Carlo mean with its standard error from ``n`` independent samples."""
-
-    value: float
-    se: float
-    n: int
-
-    def __str__(self) -> str:
-        return f"{significant(self.value, self.se)} ± {significant(self.se, self.se)}"
-
-    def z(self, theory: float) -> float:
-        """Standardized distance from ``theory`` (inf when se = 0 and they differ)."""
-        diff = self.value - theory
-        if self.se == 0:
-            return 0.0 if diff == 0 else math.inf
-        return diff / self.se
-
-
 def mean(samples) -> Estimate:
-    """Sample mean and its standard error s/sqrt(n) of independent samples."""
+    """Sample mean of independent samples, with standard error s/sqrt(n) and df = n - 1.
+
+    Examples
+    --------
+    >>> e = mean([1.0, 2.0, 3.0, 4.0])
+    >>> (e.value, round(e.se, 4), e.n, e.df)
+    (2.5, 0.6455, 4, 3.0)
+    """
     arr = _array("samples", samples)
-    return Estimate(float(arr.mean()), float(arr.std(ddof=1) / math.sqrt(arr.size)), arr.size)
+    return Estimate(float(arr.mean()), float(arr.std(ddof=1) / math.sqrt(arr.size)), arr.size,
+                    df=arr.size - 1)
+
+
+def log_mean(samples) -> Estimate:
+    """Mean of log(samples) for positive, heavy-tailed samples (a log-scale estimator).
+
+    The mean of the logarithm is a robust summary of a positive quantity whose sample mean is
+    dominated by rare large values (products of many random factors).
+    """
+    arr = _array("samples", samples)
+    if (arr <= 0).any():
+        raise ValueError("samples must be > 0 for a log-scale mean")
+    return mean(np.log(arr))
+
+
+def median(samples, *, n_boot: int = 2000, seed: int = 0) -> Estimate:
+    """Sample median with a bootstrap standard error (a robust estimator for heavy tails).
+
+    The resampling uses its own fixed generator (``seed``), so the estimate is a deterministic
+    function of the samples.
+    """
+    arr = _array("samples", samples)
+    n_boot = _count("n_boot", n_boot, 100)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, arr.size, size=(n_boot, arr.size))
+    boot = np.median(arr[idx], axis=1)
+    return Estimate(float(np.median(arr)), float(boot.std(ddof=1)), arr.size)
 
 
 def mean_se(samples: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean and standard error along ``dim`` (for error bars of many points at once)."""
+    """Mean and standard error along ``dim`` (error bars of many points at once)."""
     if not isinstance(samples, torch.Tensor):
         raise TypeError(f"samples must be a torch.Tensor, got {type(samples).__name__}")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if not -samples.ndim <= dim < samples.ndim:
+        raise ValueError(f"dim must lie in [{-samples.ndim}, {samples.ndim}) for a tensor of "
+                         f"shape {tuple(samples.shape)}, got {dim}")
+    if samples.is_complex() or not samples.is_floating_point():
+        raise TypeError(f"samples must be a real floating-point tensor, got {samples.dtype}")
+    if not torch.isfinite(samples).all():
+        raise ValueError("samples contains inf or NaN")
     n = samples.shape[dim]
     if n < 2:
         raise ValueError(f"samples needs at least 2 entries along dim {dim}, got {n}")
@@ -77,6 +339,7 @@ class Proportion:
     confidence: float
     lo: float
     hi: float
+    made_in: int | None = field(default_factory=execution_count, compare=False, repr=False)
 
     @property
     def value(self) -> float:
@@ -84,25 +347,61 @@ class Proportion:
 
     def __str__(self) -> str:
         pct = round(100 * self.confidence)
-        return (f"{self.successes}/{self.trials} = {self.value:.4g} "
+        return (f"{self.successes}/{self.trials} = {self.value:.3g} "
                 f"({pct}% CI [{self.lo:.3g}, {self.hi:.3g}])")
+
+    def bounds(self, alpha: float, sides: int = 2) -> tuple[float, float]:
+        """Clopper-Pearson interval at level 1 - alpha (one-sided ends when sides = 1)."""
+        return _clopper_pearson(self.successes, self.trials, alpha / sides)
+
+
+def _clopper_pearson(k: int, n: int, tail: float) -> tuple[float, float]:
+    lo = 0.0 if k == 0 else float(_st.beta.ppf(tail, k, n - k + 1))
+    hi = 1.0 if k == n else float(_st.beta.ppf(1 - tail, k + 1, n - k))
+    return lo, hi
 
 
 def proportion(successes: int, trials: int, confidence: float = 0.95) -> Proportion:
-    """Clopper-Pearson interval for a binomial proportion."""
-    for name, val in (("successes", successes), ("trials", trials)):
-        if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
-            raise TypeError(f"{name} must be an int, got {type(val).__name__}")
-    successes, trials = int(successes), int(trials)
-    if trials < 1:
-        raise ValueError(f"trials must be >= 1, got {trials}")
-    if not 0 <= successes <= trials:
+    """Clopper-Pearson interval for a binomial proportion.
+
+    Examples
+    --------
+    >>> p = proportion(0, 4000)
+    >>> round(p.hi, 6)
+    0.000922
+    """
+    trials = _count("trials", trials, 1)
+    successes = _count("successes", successes, 0)
+    if successes > trials:
         raise ValueError(f"successes must lie in [0, trials={trials}], got {successes}")
+    confidence = _real("confidence", confidence)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    alpha = 1 - confidence
-    lo = 0.0 if successes == 0 else float(_st.beta.ppf(alpha / 2, successes,
-                                                        trials - successes + 1))
-    hi = 1.0 if successes == trials else float(_st.beta.ppf(1 - alpha / 2, successes + 1,
-                                                             trials - successes))
+    lo, hi = _clopper_pearson(successes, trials, (1 - confidence) / 2)
     return Proportion(successes, trials, confidence, lo, hi)
+
+
+def fisher_exact(a: Proportion, b: Proportion, alternative: str = "two-sided") -> float:
+    """p-value of Fisher's exact test that two proportions share one probability.
+
+    ``alternative='greater'`` tests p_a > p_b, ``'less'`` tests p_a < p_b.
+    """
+    for name, p in (("a", a), ("b", b)):
+        if not isinstance(p, Proportion):
+            raise TypeError(f"{name} must be a Proportion, got {type(p).__name__}")
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', got "
+                         f"{alternative!r}")
+    table = [[a.successes, a.trials - a.successes], [b.successes, b.trials - b.successes]]
+    return float(_st.fisher_exact(table, alternative=alternative).pvalue)
+
+
+def kendall_tau(x, y) -> tuple[Statistic, float]:
+    """Kendall's tau-b between paired samples and its two-sided p-value (SciPy)."""
+    xa, ya = _array("x", x), _array("y", y)
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y must have the same length, got {xa.size} and {ya.size}")
+    res = _st.kendalltau(xa, ya)
+    if not math.isfinite(res.statistic):
+        raise ValueError("kendall_tau is undefined: x or y is constant")
+    return Statistic(float(res.statistic)), float(res.pvalue)

@@ -1,0 +1,240 @@
+"""The regression test's comparison: exact things exactly, Monte Carlo things statistically.
+
+Bitwise-equal Monte Carlo output across machines is impossible for chaotic computations
+(DESIGN.md section 3). The book's outputs therefore carry their numbers as typed records
+(:mod:`eit.verdicts.records`), and two executions of a chapter, on two machines or with two
+seeds, are compared record by record:
+
+* exact values (integers, fractions, SymPy, text, verdict outcomes, claims, criteria, theory
+  values) must be equal; floats computed from closed forms agree to :data:`REL_EXACT`;
+* estimates must agree by a two-sided Welch t-test at level :data:`ALPHA` on their combined
+  standard error: ``|a - b| <= t_{1 - ALPHA/2, df} sqrt(se_a^2 + se_b^2)``;
+* proportions must agree by Fisher's exact test at level :data:`ALPHA`;
+* statistics (numbers without a standard error) are compared only through the decisions they
+  feed.
+
+The same rules serve the nbval plugin (``conftest.py``: every executed cell against the
+committed one) and the seed-invariance run (``./book seeds``: the verdict records of a second
+seed against the committed ones). Two executions at the same seed are strongly correlated, so
+the test is conservative there; at two seeds they are independent, as the test assumes.
+``ALPHA`` is small because a book has thousands of compared values: a true agreement fails
+with probability about ``ALPHA`` per value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from scipy import stats as _st
+
+from .records import MIME_CRITERION, MIME_TABLE, MIME_VERDICT
+
+__all__ = ["ALPHA", "REL_EXACT", "Comparison", "compare_values", "compare_verdicts",
+           "compare_tables", "compare_records", "compare_outputs", "EIT_MIMES"]
+
+#: Per-value level of the statistical comparison (two-sided).
+ALPHA = 1e-5
+#: Relative tolerance for floats computed from closed forms (libm differs in the last bits).
+REL_EXACT = 1e-9
+EIT_MIMES = (MIME_VERDICT, MIME_TABLE, MIME_CRITERION)
+
+
+@dataclass
+class Comparison:
+    """The result of comparing a reference with a new execution."""
+
+    problems: list[str] = field(default_factory=list)
+    tolerated: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def extend(self, other: Comparison) -> None:
+        self.problems += other.problems
+        self.tolerated += other.tolerated
+
+
+def _close(a: float, b: float, rel: float = REL_EXACT) -> bool:
+    if a == b:
+        return True
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return False
+    return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-300
+
+
+def _estimate(ref: dict, new: dict, where: str, out: Comparison) -> None:
+    a, b = float(ref["value"]), float(new["value"])
+    sa, sb = float(ref["se"]), float(new["se"])
+    if not all(math.isfinite(x) for x in (a, b, sa, sb)):
+        out.problems.append(f"{where}: non-finite estimate ({a} ± {sa} vs {b} ± {sb})")
+        return
+    if a == b and sa == sb:
+        return
+    se = math.hypot(sa, sb)
+    if se == 0:
+        if not _close(a, b):
+            out.problems.append(f"{where}: exact estimates differ ({a!r} vs {b!r})")
+        return
+    dfs = [ref.get("df"), new.get("df")]
+    if any(d is None for d in dfs):
+        crit = float(_st.norm.ppf(1 - ALPHA / 2))
+    else:  # Welch-Satterthwaite
+        va, vb = sa**2, sb**2
+        den = (va**2 / dfs[0] if dfs[0] else 0) + (vb**2 / dfs[1] if dfs[1] else 0)
+        df = (va + vb) ** 2 / den if den else min(dfs)
+        crit = float(_st.t.ppf(1 - ALPHA / 2, df))
+    t = abs(a - b) / se
+    line = f"{where}: {a:.6g} ± {sa:.2g} vs {b:.6g} ± {sb:.2g} (|t| = {t:.2f}, limit {crit:.2f})"
+    (out.problems if t > crit else out.tolerated).append(line)
+
+
+def _proportion(ref: dict, new: dict, where: str, out: Comparison) -> None:
+    ka, na, kb, nb = (int(ref["k"]), int(ref["n"]), int(new["k"]), int(new["n"]))
+    if (ka, na) == (kb, nb):
+        return
+    p = float(_st.fisher_exact([[ka, na - ka], [kb, nb - kb]]).pvalue)
+    line = f"{where}: {ka}/{na} vs {kb}/{nb} (Fisher p = {p:.3g}, limit {ALPHA:g})"
+    (out.problems if p < ALPHA else out.tolerated).append(line)
+
+
+def _exact(ref, new) -> bool:
+    if isinstance(ref, float) or isinstance(new, float):
+        return isinstance(ref, (int, float)) and isinstance(new, (int, float)) and _close(
+            float(ref), float(new))
+    return ref == new
+
+
+def compare_values(ref: dict, new: dict, where: str) -> Comparison:
+    """Compare two typed value records (:func:`eit.verdicts.records.value_record`)."""
+    out = Comparison()
+    kind = ref.get("type")
+    if kind != new.get("type"):
+        out.problems.append(f"{where}: type {kind!r} became {new.get('type')!r}")
+        return out
+    for key in sorted(set(ref) | set(new)):  # labels and theory values attached to a value
+        if key in ("type", "value", "se", "n", "df", "k"):
+            continue
+        if not _exact(ref.get(key), new.get(key)):
+            out.problems.append(f"{where}: {key} {ref.get(key)!r} became {new.get(key)!r}")
+    if kind == "estimate":
+        _estimate(ref, new, where, out)
+    elif kind == "proportion":
+        _proportion(ref, new, where, out)
+    elif kind == "statistic":
+        pass  # compared through the decisions it feeds
+    elif kind == "exact":
+        if not _exact(ref.get("value"), new.get("value")):
+            out.problems.append(f"{where}: exact value {ref.get('value')!r} became "
+                                f"{new.get('value')!r}")
+    else:
+        out.problems.append(f"{where}: unknown value type {kind!r}")
+    return out
+
+
+_VERDICT_EXACT = ("schema", "id", "paper", "claim", "statement", "outcome", "verdict", "scope",
+                  "kind", "theory", "evidence", "correction", "criterion")
+_TEST_EXACT = ("statistic", "family", "alpha")
+
+
+def compare_verdicts(ref: dict, new: dict, where: str = "verdict") -> Comparison:
+    """Compare two verdict records: every exact field equal, values statistically."""
+    out = Comparison()
+    name = f"{where} [{ref.get('claim', '?')}]"
+    for key in _VERDICT_EXACT:
+        if key in ref or key in new:
+            if not _exact(ref.get(key), new.get(key)):
+                out.problems.append(f"{name}: {key} {ref.get(key)!r} became {new.get(key)!r}")
+    rt, nt = ref.get("test", {}), new.get("test", {})
+    if isinstance(rt, dict) and isinstance(nt, dict):
+        for key in _TEST_EXACT:
+            if not _exact(rt.get(key), nt.get(key)):
+                out.problems.append(f"{name}: test {key} {rt.get(key)!r} became {nt.get(key)!r}")
+        if "threshold" in rt or "threshold" in nt:
+            a, b = rt.get("threshold"), nt.get("threshold")
+            if not (isinstance(a, (int, float)) and isinstance(b, (int, float))
+                    and _close(float(a), float(b), 1e-6)) and a != b:
+                out.problems.append(f"{name}: test threshold {a!r} became {b!r}")
+    elif "measured" in ref and ref.get("schema") is None:  # schema 1: text only
+        if ref.get("measured") != new.get("measured") or rt != nt:
+            out.problems.append(f"{name}: schema-1 record differs (no typed values to compare "
+                                "statistically)")
+    rv, nv = ref.get("values", []), new.get("values", [])
+    if len(rv) != len(nv):
+        out.problems.append(f"{name}: {len(rv)} values became {len(nv)}")
+        return out
+    for i, (a, b) in enumerate(zip(rv, nv, strict=True)):
+        out.extend(compare_values(a, b, f"{name} value {a.get('name', i)!r}"))
+    return out
+
+
+def compare_tables(ref: dict, new: dict, where: str = "table") -> Comparison:
+    """Compare two table records: headers exactly, cells by type."""
+    out = Comparison()
+    for key in ("caption", "columns"):
+        if ref.get(key) != new.get(key):
+            out.problems.append(f"{where}: {key} {ref.get(key)!r} became {new.get(key)!r}")
+    rr, nr = ref.get("rows", []), new.get("rows", [])
+    if len(rr) != len(nr) or any(len(a) != len(b) for a, b in zip(rr, nr)):
+        out.problems.append(f"{where}: table shape changed")
+        return out
+    cols = ref.get("columns", [])
+    for i, (ra, rb) in enumerate(zip(rr, nr, strict=True)):
+        for j, (a, b) in enumerate(zip(ra, rb, strict=True)):
+            col = cols[j] if j < len(cols) else j
+            out.extend(compare_values(a, b, f"{where} row {i + 1}, column {col!r}"))
+    return out
+
+
+def compare_records(ref: Sequence[dict], new: Sequence[dict], where: str) -> Comparison:
+    """Compare two lists of verdict records (a chapter's, in order)."""
+    out = Comparison()
+    if len(ref) != len(new):
+        out.problems.append(f"{where}: {len(ref)} verdicts became {len(new)}")
+    for i, (a, b) in enumerate(zip(ref, new)):
+        out.extend(compare_verdicts(a, b, f"{where} verdict {i + 1}"))
+    return out
+
+
+def _mime(output: dict) -> str | None:
+    meta = output.get("metadata") or {}
+    return next((m for m in EIT_MIMES if m in meta), None)
+
+
+def compare_outputs(ref: Sequence[dict], new: Sequence[dict], where: str) -> Comparison:
+    """Compare a cell's eit outputs (those with an eit record in their metadata), in order.
+
+    Outputs without an eit record are not looked at here: the caller compares them exactly.
+    A difference in the rendered text of an eit output whose records agree is listed under
+    ``tolerated`` (it passed only thanks to the statistical comparison).
+    """
+    out = Comparison()
+    ra = [o for o in ref if _mime(o)]
+    na = [o for o in new if _mime(o)]
+    if [_mime(o) for o in ra] != [_mime(o) for o in na]:
+        out.problems.append(f"{where}: the eit outputs changed from {[_mime(o) for o in ra]} "
+                            f"to {[_mime(o) for o in na]}")
+        return out
+    for i, (a, b) in enumerate(zip(ra, na, strict=True)):
+        mime = _mime(a)
+        ma, mb = a["metadata"][mime], b["metadata"][mime]
+        label = f"{where} output {i + 1}"
+        if mime == MIME_VERDICT:
+            res = compare_verdicts(ma, mb, label)
+        elif mime == MIME_TABLE:
+            res = compare_tables(ma, mb, label)
+        else:
+            res = Comparison()
+            if ma != mb:
+                res.problems.append(f"{label}: criterion {ma!r} became {mb!r}")
+        out.extend(res)
+        if res.ok and a.get("data", {}).get("text/plain") != b.get("data", {}).get("text/plain"):
+            out.tolerated.append(f"{label}: rendered text differs, records agree")
+    return out
+
+
+def is_eit_output(output: dict) -> bool:
+    """Whether an output carries an eit record (compared by :func:`compare_outputs`)."""
+    return _mime(output) is not None

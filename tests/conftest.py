@@ -1,3 +1,0 @@
-import os
-
-os.environ.setdefault("EIT_SCALE", "default")
