@@ -98,3 +98,7 @@ def description() -> str:
 
 
 # the seeded generator lives in eit.core.seeds; chapters import it from here or from eit
+from .seeds import generator  # noqa: E402
+
+__all__ = ["DTYPE", "SCALES", "Scale", "scale", "at_scale", "paper_path", "device", "randn",
+           "rand", "description", "generator"]
