@@ -14,6 +14,7 @@ import argparse
 import datetime as dt
 import importlib.metadata as md
 import os
+import signal
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -63,17 +64,80 @@ def execute(source: Path, timeout: int = 900, output_dir: Path | None = None
     return str(source.relative_to(ROOT)), wall
 
 
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the pool's worker processes and everything they started (the kernels)."""
+    import psutil
+
+    for proc in list(getattr(pool, "_processes", {}).values()):
+        try:
+            parent = psutil.Process(proc.pid)
+            family = parent.children(recursive=True) + [parent]
+        except psutil.NoSuchProcess:
+            continue
+        for member in family:
+            try:
+                member.kill()
+            except psutil.NoSuchProcess:
+                pass
+
+
+def run_all(sources: list[Path], *, jobs: int, output_dir: Path | None, timeout: int,
+            done=None) -> list[Path]:
+    """Execute chapters in parallel, reporting progress; return those that failed.
+
+    ``done(source)`` is called after each success. On Ctrl-C every worker and its kernel is
+    stopped before the interrupt propagates, so nothing is left running.
+    """
+    failed: list[Path] = []
+    total, finished = len(sources), 0
+    pool = ProcessPoolExecutor(max_workers=jobs)
+    try:
+        futures = {pool.submit(execute, source, timeout, output_dir): source
+                   for source in sources}
+        print(f"executing {total} chapter(s), {jobs} at a time", flush=True)
+        for future in as_completed(futures):
+            source = futures[future]
+            finished += 1
+            try:
+                name, wall = future.result()
+                print(f"[{finished}/{total}] executed {name} in {wall:.1f} s", flush=True)
+                if done is not None:
+                    done(source)
+            except Exception as error:  # report every failure, keep executing the others
+                failed.append(source)
+                print(f"[{finished}/{total}] FAILED {source.relative_to(ROOT)}: {error}"[:4000],
+                      flush=True)
+    except KeyboardInterrupt:
+        print("interrupted: stopping the workers and their kernels", flush=True)
+        _kill_workers(pool)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return failed
+
+
+def interruptible() -> None:
+    """Turn Ctrl-C and SIGTERM into KeyboardInterrupt (even where a shell ignored SIGINT)."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main(argv: list[str] | None = None) -> int:
+    interruptible()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="*", type=Path, help="chapter .md files (default all)")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1) // 2),
                         help="chapters executed in parallel")
     parser.add_argument("--output-dir", type=Path, default=None,
                         help="write executed notebooks here instead of next to the sources")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     args = parser.parse_args(argv)
-    if os.environ.get("EIT_SCALE") == "paper" and args.output_dir is None:
-        parser.error("at paper scale give --output-dir: the committed notebooks hold the "
-                     "default-scale outputs that nbval checks")
+    if os.environ.get("EIT_SCALE") in ("paper", "smoke") and args.output_dir is None:
+        parser.error("at paper (or smoke) scale give --output-dir: the committed notebooks hold "
+                     "the default-scale outputs that nbval checks")
     sources = [p.resolve() for p in args.chapters] or chapter_sources()
     for p in sources:
         if p.suffix != ".md" or not p.exists():
@@ -81,17 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     # one thread per chapter unless told otherwise: `./book` sets the same for `test`
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("MKL_NUM_THREADS", "1")
-    failed = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(execute, source, 900, args.output_dir and args.output_dir.resolve()):
-                   source for source in sources}
-        for future in as_completed(futures):
-            try:
-                name, wall = future.result()
-                print(f"executed {name} in {wall:.1f} s", flush=True)
-            except Exception as error:  # report every failure, keep executing the others
-                failed.append(futures[future])
-                print(f"FAILED {futures[future].relative_to(ROOT)}: {error}"[:4000], flush=True)
+    out = args.output_dir.resolve() if args.output_dir else None
+    try:
+        failed = run_all(sources, jobs=args.jobs, output_dir=out, timeout=args.timeout)
+    except KeyboardInterrupt:
+        return 130
     if failed:
         print(f"{len(failed)} chapter(s) failed; their notebooks were not written")
         return 1

@@ -17,13 +17,12 @@ import argparse
 import json
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from execute import chapter_sources, execute  # noqa: E402
+from execute import chapter_sources, interruptible, run_all  # noqa: E402
 
 from eit.verdicts.compare import compare_records  # noqa: E402
 from eit.verdicts.records import MIME_VERDICT  # noqa: E402
@@ -37,6 +36,7 @@ def records(path: Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    interruptible()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="*", type=Path, help="chapter .md files (default all)")
     parser.add_argument("--seed", type=int, default=1, help="the seed shift EIT_SEED (>= 1)")
@@ -48,30 +48,29 @@ def main(argv: list[str] | None = None) -> int:
     sources = [p.resolve() for p in args.chapters] or chapter_sources()
     out_dir = ROOT / "_build" / f"seed-{args.seed}"
     os.environ["EIT_SEED"] = str(args.seed)
-    failed, problems, tolerated = [], 0, 0
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(execute, s, 900, out_dir): s for s in sources}
-        for future in as_completed(futures):
-            source = futures[future]
-            rel = source.relative_to(ROOT)
-            try:
-                future.result()
-            except Exception as error:  # report every failure, keep going
-                failed.append(rel)
-                print(f"FAILED to execute {rel}: {error}"[:3000], flush=True)
-                continue
-            ref = records(source.with_suffix(".ipynb"))
-            new = records(out_dir / rel.with_suffix(".ipynb"))
-            result = compare_records(ref, new, str(rel.with_suffix("")))
-            tolerated += len(result.tolerated)
-            if result.ok:
-                print(f"same verdicts  {rel} ({len(ref)} verdicts)", flush=True)
-            else:
-                failed.append(rel)
-                problems += len(result.problems)
-                print(f"DIFFERENT      {rel}:", flush=True)
-                for line in result.problems:
-                    print(f"    {line}", flush=True)
+    tally = {"problems": 0, "tolerated": 0, "different": []}
+
+    def compare(source: Path) -> None:
+        rel = source.relative_to(ROOT)
+        ref = records(source.with_suffix(".ipynb"))
+        new = records(out_dir / rel.with_suffix(".ipynb"))
+        result = compare_records(ref, new, str(rel.with_suffix("")))
+        tally["tolerated"] += len(result.tolerated)
+        if result.ok:
+            print(f"    same verdicts ({len(ref)})", flush=True)
+            return
+        tally["different"].append(rel)
+        tally["problems"] += len(result.problems)
+        print(f"    DIFFERENT verdicts in {rel}:", flush=True)
+        for line in result.problems:
+            print(f"        {line}", flush=True)
+
+    try:
+        failed = run_all(sources, jobs=args.jobs, output_dir=out_dir, timeout=900, done=compare)
+    except KeyboardInterrupt:
+        return 130
+    failed += tally["different"]
+    problems, tolerated = tally["problems"], tally["tolerated"]
     print(f"seed {args.seed}: {len(sources) - len(failed)} of {len(sources)} chapters give the "
           f"same verdicts; {tolerated} estimates moved within the statistical tolerance"
           + (f"; {problems} differences" if problems else ""))

@@ -1,0 +1,52 @@
+"""The book's command-line tools: execution reports progress and cleans up when interrupted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SLOW_CHAPTER = """---
+jupytext:
+  text_representation: {extension: .md, format_name: myst}
+kernelspec: {display_name: Python 3, language: python, name: python3}
+---
+# A slow chapter
+
+```{code-cell} ipython3
+import time
+time.sleep(120)
+```
+"""
+
+
+def test_an_interrupted_run_leaves_no_worker_or_kernel(tmp_path):
+    chapter = tmp_path / "01-slow.md"
+    chapter.write_text(SLOW_CHAPTER)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "execute.py"), str(chapter), "--output-dir",
+         str(tmp_path / "out"), "--jobs", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "EIT_SCALE": "default"})
+    parent = psutil.Process(proc.pid)
+    deadline = time.time() + 60
+    while time.time() < deadline:  # wait until a kernel runs
+        if any("ipykernel" in " ".join(c.cmdline()) for c in parent.children(recursive=True)):
+            break
+        time.sleep(0.5)
+    family = parent.children(recursive=True)
+    assert family, "no worker started"
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert "executing 1 chapter(s)" in out and "interrupted" in out
+    time.sleep(1)
+    alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, f"left running: {[p.cmdline() for p in alive]}"
