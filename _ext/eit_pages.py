@@ -1,136 +1,587 @@
-"""Sphinx directives for the book's generated pages.
+"""Sphinx extension of the book: the generated pages, and build-time fixes of the HTML.
 
-``{claims-ledger}`` renders every verdict recorded by the executed chapters and
-``{chapter-status}`` renders how their committed outputs were produced. Both read the
-committed notebooks through :mod:`eit.verdicts.ledger` at build time, so the pages cannot drift.
+Directives:
+
+* ``{claims-ledger}``: every verdict recorded by the executed chapters: a summary table of
+  counts (paper x outcome x scope, consistency checks apart), controls to filter and sort
+  (``_static/eit.js``), then one section per paper with a table of its claims, each
+  row linking to the verdict's own anchor in its chapter. The JSON export is written next to
+  the page (``ledger.json``).
+* ``{chapter-status}``: how the committed outputs of each chapter were produced, grouped by
+  part, with the chapter's verdict counts.
+* ``{verdict-summary}``: one line of counts for the part whose overview holds it.
+* ``{verdict-table}``: the outcome x scope table of counts of a part (its overview), with the
+  confirmations split by kind.
+
+All read the committed notebooks through :mod:`eit.verdicts.ledger` at build time, so the pages
+cannot drift from what the tests verified. The fixes applied to every page are in
+:mod:`eit_build`.
 """
 
 from __future__ import annotations
 
+import html
+import re
 from collections import Counter
 from pathlib import Path
 
+import eit_build
+import yaml
 from docutils import nodes
-from pybtex.database import parse_file
-from sphinx import addnodes
+from docutils.parsers.rst import directives
+from eit_tex import sympy_text_to_tex
 from sphinx.util.docutils import SphinxDirective
 
 from eit.verdicts import ledger
-from eit.verdicts.legacy_checks import CONFIRMED, CORRECTED, REFUTED
+from eit.verdicts.records import CONSISTENCY, OUTCOMES, SCOPES
+
+ROMAN = ["", "I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X"]
+OUTCOME_SHORT = {"confirmed": "confirmed", "confirmed with a correction": "corrected",
+                 "refuted": "refuted", "inconclusive": "inconclusive",
+                 "not reproduced on the substitute": "not reproduced"}
+SCOPE_TEXT = {"paper": "the paper's claim", "substitute": "on a substitute setting",
+              "extension": "the book's extension"}
 
 
-def _table(headers: list[str], rows: list[list[nodes.Node | str]], widths: list[int],
-           classes: list[str]) -> nodes.table:
-    table = nodes.table(classes=classes)
-    group = nodes.tgroup(cols=len(headers))
-    table += group
-    group.extend(nodes.colspec(colwidth=w) for w in widths)
-    head = nodes.thead()
-    row = nodes.row()
-    for h in headers:
-        row += nodes.entry("", nodes.paragraph(text=h))
-    head += row
-    group += head
-    body = nodes.tbody()
-    for cells in rows:
-        row = nodes.row()
-        for cell in cells:
-            para = nodes.paragraph()
-            para += cell if isinstance(cell, nodes.Node) else nodes.Text(cell)
-            row += nodes.entry("", para)
-        body += row
-    group += body
-    return table
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _with_math(text: str) -> list[nodes.Node]:
-    """Text whose $...$ segments become inline math nodes (chapter titles carry math)."""
+# --- nodes -----------------------------------------------------------------------------------
+
+class eit_link(nodes.General, nodes.Inline, nodes.Element):  # noqa: N801 (docutils style)
+    """A link resolved after reading: to ``docname#anchor`` or to a file of the built site."""
+
+
+class details(nodes.General, nodes.Element):  # noqa: N801
+    """``<details>``: a block the reader opens."""
+
+
+class summary(nodes.General, nodes.TextElement):  # noqa: N801
+    """``<summary>``: the always-visible line of a :class:`details`."""
+
+
+def _visit_details(self, node):
+    attrs = {"open": "open"} if node.get("open") else {}
+    self.body.append(self.starttag(node, "details", "", **attrs))
+
+
+def _depart_details(self, node):
+    self.body.append("</details>\n")
+
+
+def _visit_summary(self, node):
+    self.body.append(self.starttag(node, "summary", ""))
+
+
+def _depart_summary(self, node):
+    self.body.append("</summary>\n")
+
+
+def _skip(self, node):
+    raise nodes.SkipNode
+
+
+def link(children: list[nodes.Node], *, docname: str = "", anchor: str = "",
+         path: str = "") -> eit_link:
+    return eit_link("", *children, docname=docname, anchor=anchor, path=path)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def with_math(text: str) -> list[nodes.Node]:
+    """Text whose ``$...$`` segments become inline math nodes (titles and claims carry math)."""
     parts = text.split("$")
     if len(parts) % 2 == 0:  # unbalanced dollars: leave the text alone
         return [nodes.Text(text)]
     return [nodes.math(p, p) if i % 2 else nodes.Text(p) for i, p in enumerate(parts) if p]
 
 
-def _doc_link(docname: str, title: str) -> nodes.Node:
-    ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/" + docname,
-                                refexplicit=True)
-    ref += nodes.inline("", "", *_with_math(title or docname))
-    return ref
+def value_nodes(text: str) -> list[nodes.Node]:
+    """A theory or measured value: SymPy text typeset as math, anything else as text."""
+    tex = sympy_text_to_tex(text)
+    if tex is None:
+        return with_math(text)
+    label, formula = tex
+    return ([nodes.Text(label + " ")] if label else []) + [nodes.math(formula, formula)]
 
 
-def _short_citation(key: str, bib) -> str:
-    """'Arpit & Bengio 2019', 'Meterez et al. 2024' from the bibliography entry ``key``."""
-    entry = bib.entries.get(key)
-    if entry is None:
-        return key
-    names = ["".join(p.last_names).replace("{", "").replace("}", "")
-             for p in entry.persons.get("author", [])]
-    who = (names[0] if len(names) == 1 else " & ".join(names) if len(names) == 2
-           else f"{names[0]} et al.")
-    return f"{who} {entry.fields.get('year', '')}".strip()
+def toc_parts(srcdir: str | Path) -> list[dict]:
+    """The parts of ``_toc.yml``: caption, number (0 for the unnumbered first part), files."""
+    toc = yaml.safe_load((Path(srcdir) / "_toc.yml").read_text())
+    parts = []
+    for part in toc.get("parts", []):
+        files: list[str] = []
+
+        def walk(entries, files=files):
+            for e in entries or []:
+                if "file" in e:
+                    files.append(e["file"])
+                walk(e.get("sections"))
+
+        walk(part.get("chapters"))
+        caption = part.get("caption", "")
+        m = re.match(r"Part ([IVX]+)\b", caption)
+        number = ROMAN.index(m.group(1)) if m else 0
+        overview = next((f for f in files if f.endswith("/overview")), "")
+        parts.append({"caption": caption, "number": number, "files": files,
+                      "overview": overview})
+    return parts
 
 
-def _counts(records: list[dict]) -> str:
-    counts = Counter(r["verdict"] for r in records)
-    return (f"{len(records)} claims checked: {counts[CONFIRMED]} {CONFIRMED}, "
-            f"{counts[CORRECTED]} {CORRECTED}, {counts[REFUTED]} {REFUTED}.")
+def part_of(docname: str, parts: list[dict]) -> dict:
+    for part in parts:
+        if docname in part["files"]:
+            return part
+    return {"caption": "Other", "number": 99, "files": [], "overview": ""}
 
+
+def paper_title(part: dict) -> str:
+    return "This book's own claims" if part["number"] == 0 else part["caption"]
+
+
+def table(headers: list[str], rows: list[list], *, classes: list[str],
+          row_classes: list[list[str]] | None = None,
+          col_classes: list[str] | None = None) -> nodes.table:
+    """A docutils table; a cell is a string, a node or a list of nodes."""
+    tab = nodes.table(classes=classes)
+    group = nodes.tgroup(cols=len(headers))
+    tab += group
+    group.extend(nodes.colspec(colwidth=1) for _ in headers)
+    col_classes = col_classes or [""] * len(headers)
+    head = nodes.thead()
+    row = nodes.row()
+    for h, c in zip(headers, col_classes):
+        row += nodes.entry("", nodes.paragraph("", "", *with_math(h)),
+                           classes=[c] if c else [])
+    head += row
+    group += head
+    body = nodes.tbody()
+    for i, cells in enumerate(rows):
+        row = nodes.row(classes=row_classes[i] if row_classes else [])
+        for cell, c in zip(cells, col_classes):
+            para = nodes.paragraph()
+            if isinstance(cell, str):
+                para += nodes.Text(cell)
+            elif isinstance(cell, nodes.Node):
+                para += cell
+            else:
+                para.extend(cell)
+            row += nodes.entry("", para, classes=[c] if c else [])
+        body += row
+    group += body
+    return tab
+
+
+def counts_text(s: dict) -> str:
+    """'12 confirmed, 3 corrected, 1 refuted; 4 consistency checks' (zeros left out)."""
+    parts = [f"{n} {OUTCOME_SHORT[o]}" for o, n in s["outcomes"].items() if n]
+    text = ", ".join(parts) if parts else "no tested claims"
+    if s["consistency"]:
+        text += f"; {s['consistency']} consistency check" + ("s" if s["consistency"] > 1 else "")
+    return text
+
+
+def built(env, rows: list[dict]) -> list[dict]:
+    """The rows (records or status) of the chapters this build renders (those in _toc.yml)."""
+    return [r for r in rows if r["chapter"] in env.found_docs]
+
+
+def _query(**kw: str) -> str:
+    return "?" + "&".join(f"{k}={v}" for k, v in kw.items() if v)
+
+
+# --- the ledger ------------------------------------------------------------------------------
 
 class ClaimsLedger(SphinxDirective):
-    """Every claim of the book with its verdict, theory and measurement, one table per paper."""
+    """Every claim of the book with its verdict, filterable, one section per paper."""
 
     def run(self) -> list[nodes.Node]:
         for path in ledger.chapter_notebooks():
             self.env.note_dependency(str(path))
-        bib_path = Path(self.env.srcdir) / "references.bib"
-        self.env.note_dependency(str(bib_path))
-        bib = parse_file(str(bib_path))
-        records = ledger.verdicts()
-        order = {key: i for i, key in enumerate(bib.entries)}
-        papers = sorted({r["paper"] for r in records}, key=lambda k: (order.get(k, len(order)), k))
-        out: list[nodes.Node] = [nodes.paragraph(text=_counts(records))]
-        headers = ["Claim", "Statement", "Verdict", "Theory", "Measured", "Correction",
-                   "Chapter"]
-        for paper in papers:
-            group = [r for r in records if r["paper"] == paper]
-            out.append(nodes.rubric(text=_short_citation(paper, bib)))
-            out.append(nodes.paragraph(text=_counts(group)))
-            rows = [[r["claim"], r["statement"], r["verdict"], r["theory"], r["measured"],
-                     r.get("correction", ""), _doc_link(r["chapter"], r["chapter_title"])]
-                    for r in group]
-            table = _table(headers, rows, [9, 19, 10, 15, 15, 18, 14],
-                           ["eit-ledger", "colwidths-given"])
-            for row, r in zip(table.traverse(nodes.row)[1:], group):
-                row["classes"].append("eit-" + r["verdict"].replace(" ", "-"))
-            out.append(table)
+        self.env.note_dependency(str(Path(self.env.srcdir) / "_toc.yml"))
+        parts = toc_parts(self.env.srcdir)
+        records = built(self.env, ledger.verdicts())
+        for r in records:
+            part = part_of(r["chapter"], parts)
+            r["_part"] = part
+        papers: dict[str, dict] = {}
+        for r in records:
+            papers.setdefault(r["paper"], r["_part"])
+        order = sorted(papers, key=lambda k: (papers[k]["number"] or 99, k))
+        out: list[nodes.Node] = []
+
+        total = ledger.summary(records)
+        intro = nodes.paragraph()
+        intro += nodes.Text(f"{len(records)} records from "
+                            f"{len({r['chapter'] for r in records})} chapters: "
+                            f"{counts_text(total)}. ")
+        intro += link([nodes.Text("Download the ledger as JSON")], path="ledger.json")
+        intro += nodes.Text(" (the same export as ")
+        intro += nodes.literal(text="./book ledger")
+        intro += nodes.Text("). Theorem blocks of all chapters are listed in the ")
+        intro += link([nodes.Text("proof index")], path="prf-prf.html")
+        intro += nodes.Text(".")
+        out.append(intro)
+        out.append(self._summary(records, papers, order))
+        out.append(nodes.raw("", self._controls(papers, order), format="html"))
+        out.append(nodes.raw("", '<div id="eit-ledger-flat"></div>', format="html"))
+        for key in order:
+            out.append(self._section(key, papers[key],
+                                     [r for r in records if r["paper"] == key]))
         return out
 
+    def _summary(self, records, papers, order) -> nodes.Node:
+        headers = ["Paper", "Scope", *(OUTCOME_SHORT[o] for o in OUTCOMES), "consistency",
+                   "all"]
+        rows, classes = [], []
 
-def _versions(s: dict) -> str:
-    versions = ", ".join(f"{k} {v}" for k, v in s.get("versions", {}).items())
-    return f"Python {s.get('python', '?')}; {versions}"
+        def count_row(label, key, scope, group):
+            s = ledger.summary(group)
+            cells: list = [label, scope or "all"]
+            for o in OUTCOMES:
+                n = s["outcomes"][o]
+                cells.append(link([nodes.Text(str(n))],
+                                  path=_query(paper=slug(key), outcome=slug(o), scope=scope))
+                             if n else "0")
+            cells.append(link([nodes.Text(str(s["consistency"]))],
+                              path=_query(paper=slug(key), kind="consistency", scope=scope))
+                         if s["consistency"] else "0")
+            cells.append(link([nodes.Text(str(s["total"]))],
+                              path=_query(paper=slug(key), scope=scope) if key or scope
+                              else "?all=1"))
+            return cells
+
+        for key in order:
+            group = [r for r in records if r["paper"] == key]
+            scopes = [s for s in SCOPES if any(r["scope"] == s for r in group)]
+            for i, scope in enumerate(scopes):
+                label = (link(with_math(paper_title(papers[key])), docname=self.env.docname,
+                              anchor=f"ledger-{slug(key)}") if i == 0 else "")
+                rows.append(count_row(label, key, scope, [r for r in group
+                                                          if r["scope"] == scope]))
+                classes.append(["eit-first"] if i == 0 else [])
+        rows.append(count_row("All papers", "", "", records))
+        classes.append(["eit-first", "eit-total"])
+        col = ["eit-c-paper", "eit-c-scope"] + ["eit-c-n"] * (len(OUTCOMES) + 2)
+        return table(headers, rows, classes=["eit-summary"], row_classes=classes,
+                     col_classes=col)
+
+    def _controls(self, papers, order) -> str:
+        def select(name, label, options):
+            opts = "".join(f'<option value="{html.escape(v)}">{html.escape(t)}</option>'
+                           for v, t in options)
+            return (f'<label>{label} <select data-filter="{name}">'
+                    f'<option value="">all</option>{opts}</select></label>')
+
+        paper_opts = [(slug(key), paper_title(papers[key])) for key in order]
+        return (
+            '<form class="eit-ledger-controls" aria-label="Filter and sort the claims">'
+            + select("paper", "Paper", paper_opts)
+            + select("outcome", "Outcome", [(slug(o), o) for o in OUTCOMES])
+            + select("scope", "Scope", [(s, SCOPE_TEXT[s]) for s in SCOPES])
+            + select("kind", "Kind", [("test", "statistical test"), ("exact", "exact"),
+                                      ("consistency", "consistency check")])
+            + '<label>Sort by <select data-sort><option value="">paper and chapter</option>'
+              '<option value="outcome">outcome</option><option value="scope">scope</option>'
+              '<option value="claim">claim</option></select></label>'
+            + '<label><input type="checkbox" data-group checked> grouped by paper</label>'
+            + '<button type="button" data-expand>Show all claims</button>'
+            + '<button type="button" data-reset>Reset</button>'
+            + '<output class="eit-ledger-count" aria-live="polite"></output></form>')
+
+    def _section(self, key: str, part: dict, group: list[dict]) -> nodes.section:
+        title = paper_title(part)
+        sid = f"ledger-{slug(key)}"
+        sec = nodes.section(ids=[sid], names=[nodes.fully_normalize_name(title)],
+                            classes=["eit-paper", f"eit-p-{slug(key)}"])
+        sec += nodes.title(title, "", *with_math(title))
+        para = nodes.paragraph()
+        para += nodes.Text(f"{len(group)} records: {counts_text(ledger.summary(group))}.")
+        if part["overview"]:
+            para += nodes.Text(" ")
+            para += link([nodes.Text("The part's overview")], docname=part["overview"])
+            para += nodes.Text(".")
+        sec += para
+        box = details(classes=["eit-claims"])
+        box += summary("", f"Show its {len(group)} claims")
+        headers = ["Part", "Claim", "Statement", "Outcome", "Scope", "Theory and measurement"]
+        cols = ["eit-c-part", "eit-c-claim", "eit-c-statement", "eit-c-outcome",
+                "eit-c-scope", "eit-c-values"]
+        rows, classes = [], []
+        for r in group:
+            rows.append([self._part_cell(part), self._claim_cell(r),
+                         with_math(r["statement"]), r["outcome"], self._scope_cell(r),
+                         self._values_cell(r)])
+            classes.append(["eit-row", f"eit-o-{slug(r['outcome'])}", f"eit-s-{r['scope']}",
+                            f"eit-k-{r['kind']}", f"eit-p-{slug(key)}",
+                            f"eit-n-{part['number'] or 99}"])
+        box += table(headers, rows, classes=["eit-ledger"], row_classes=classes,
+                     col_classes=cols)
+        sec += box
+        return sec
+
+    @staticmethod
+    def _part_cell(part: dict) -> nodes.Node:
+        return nodes.abbreviation(ROMAN[part["number"]] or "-", ROMAN[part["number"]] or "-",
+                                  explanation=paper_title(part))
+
+    @staticmethod
+    def _claim_cell(r: dict) -> list[nodes.Node]:
+        short = re.sub(r"\s*\([^()]*\)\s*$", "", r["chapter_title"]) or r["chapter_title"]
+        return [link(with_math(r["claim"]), docname=r["chapter"], anchor=r["id"]),
+                nodes.inline("", "", nodes.Text("in "), *with_math(short),
+                             classes=["eit-chapter"])]
+
+    @staticmethod
+    def _scope_cell(r: dict) -> list[nodes.Node]:
+        cell: list[nodes.Node] = [nodes.Text(r["scope"])]
+        if r["kind"] == CONSISTENCY:
+            cell.append(nodes.inline("", "consistency check", classes=["eit-badge"]))
+        return cell
+
+    @staticmethod
+    def _values_cell(r: dict) -> list[nodes.Node]:
+        cell: list[nodes.Node] = []
+        for name in ("theory", "measured", "correction", "evidence"):
+            text = r.get(name, "")
+            if text:
+                line = nodes.inline(classes=["eit-value"])
+                line += nodes.strong(text=name + " ")
+                line.extend(value_nodes(text) if name in ("theory", "measured")
+                            else with_math(text))
+                cell.append(line)
+        return cell
+
+
+# --- status ----------------------------------------------------------------------------------
+
+def pinned(srcdir: str | Path) -> dict[str, str]:
+    """Package -> version pinned in requirements.txt."""
+    pins = {}
+    for line in (Path(srcdir) / "requirements.txt").read_text().splitlines():
+        m = re.match(r"^\s*([A-Za-z0-9_.\-]+)==([^\s;#]+)", line)
+        if m:
+            pins[m.group(1).lower()] = m.group(2)
+    return pins
+
+
+def differing(versions: dict[str, str], pins: dict[str, str]) -> list[str]:
+    """'torch 2.12.0 (pinned 2.13.0)' for each version that is not the pinned one.
+
+    A local build label (``2.13.0+cpu``) is the pinned version built for a device.
+    """
+    out = []
+    for name, v in sorted(versions.items()):
+        pin = pins.get(name.lower())
+        if pin is not None and v.split("+")[0] != pin.split("+")[0]:
+            out.append(f"{name} {v} (pinned {pin})")
+    return out
 
 
 class ChapterStatus(SphinxDirective):
-    """How the committed outputs of each chapter were produced."""
+    """How the committed outputs of each chapter were produced, grouped by part."""
 
     def run(self) -> list[nodes.Node]:
         for path in ledger.chapter_notebooks():
             self.env.note_dependency(str(path))
-        status = ledger.status()
-        common = Counter(_versions(s) for s in status).most_common(1)
-        common = common[0][0] if common else ""
-        rows = [[_doc_link(s["chapter"], s["title"]), f"{s.get('wall_time_s', '?')}",
-                 s.get("device", "?"), s.get("scale", "?"), s.get("executed", "?"),
-                 "" if _versions(s) == common else _versions(s)] for s in status]
-        headers = ["Chapter", "Execution (s)", "Device", "Scale", "Executed",
-                   "Versions (where they differ)"]
-        intro = nodes.paragraph(text=f"Versions of the committed outputs: {common}.")
-        return [intro, _table(headers, rows, [30, 10, 16, 8, 16, 20],
-                              ["eit-ledger", "colwidths-given"])]
+        for name in ("_toc.yml", "requirements.txt"):
+            self.env.note_dependency(str(Path(self.env.srcdir) / name))
+        parts = toc_parts(self.env.srcdir)
+        pins = pinned(self.env.srcdir)
+        status = built(self.env, ledger.status())
+        for s in status:
+            s["_part"] = part_of(s["chapter"], parts)
+            s["_differ"] = differing(s.get("versions", {}), pins)
+        pythons = Counter(s.get("python", "?") for s in status)
+        total = sum(float(s.get("wall_time_s", 0) or 0) for s in status)
+        intro = nodes.paragraph()
+        intro += nodes.Text(
+            f"{len(status)} chapters; executing all of them took {total:.0f} s of wall time "
+            f"in all, one chapter at a time. Python "
+            + ", ".join(f"{v} ({n} chapters)" if len(pythons) > 1 else v
+                        for v, n in pythons.items()) + ". ")
+        any_differ = any(s["_differ"] for s in status)
+        if any_differ:
+            intro += nodes.Text("The last column lists the library versions of a chapter's "
+                                "outputs that differ from the ones pinned in requirements.txt: "
+                                "re-execute that chapter.")
+        else:
+            intro += nodes.Text("Every chapter was executed with the library versions pinned "
+                                "in requirements.txt.")
+        out: list[nodes.Node] = [intro]
+        headers = ["Chapter", "Verdicts", "Wall time (s)", "Device", "Scale", "Executed"]
+        cols = ["eit-c-chapter", "eit-c-verdicts", "eit-c-n", "eit-c-device", "eit-c-scale",
+                "eit-c-date"]
+        if any_differ:
+            headers.append("Versions differing from requirements.txt")
+            cols.append("eit-c-versions")
+        for part in sorted(parts, key=lambda p: p["number"] or 99):
+            group = [s for s in status if s["_part"] is part]
+            if not group:
+                continue
+            title = paper_title(part) if part["number"] else "The book"
+            sec = nodes.section(ids=[f"status-{slug(title)}"],
+                                names=[nodes.fully_normalize_name(title)])
+            sec += nodes.title(title, "", *with_math(title))
+            wall = sum(float(s.get("wall_time_s", 0) or 0) for s in group)
+            sec += nodes.paragraph(text=f"{len(group)} chapters, {wall:.0f} s.")
+            rows = []
+            for s in group:
+                row = [link(with_math(s["title"] or s["chapter"]), docname=s["chapter"]),
+                       counts_text(s["verdicts"]), f"{s.get('wall_time_s', '?')}",
+                       s.get("device", "?"), s.get("scale", "?"), s.get("executed", "?")]
+                if any_differ:
+                    row.append(", ".join(s["_differ"]))
+                rows.append(row)
+            sec += table(headers, rows, classes=["eit-status"], col_classes=cols)
+            out.append(sec)
+        return out
+
+
+def summary_nodes(env, docname: str, key: str = "") -> list[nodes.Node]:
+    """'Verdicts: 71 records, 43 confirmed, ... (in the claims ledger).' for a paper: ``key``,
+    or the paper of the chapters next to ``docname``."""
+    for path in ledger.chapter_notebooks():
+        env.note_dependency(str(path))
+    records = built(env, ledger.verdicts())
+    folder = docname.rsplit("/", 1)[0]
+    if key:
+        group = [r for r in records if r["paper"] == key]
+    else:
+        group = [r for r in records if r["chapter"].rsplit("/", 1)[0] == folder]
+    if not group:
+        return [nodes.Text("No verdicts are recorded yet.")]
+    key = group[0]["paper"]
+    return [nodes.strong(text="Verdicts: "),
+            nodes.Text(f"{len(group)} records, {counts_text(ledger.summary(group))} ("),
+            link([nodes.Text("in the claims ledger")], docname="ledger",
+                 anchor=f"ledger-{slug(key)}"),
+            nodes.Text(").")]
+
+
+class VerdictSummary(SphinxDirective):
+    """A paragraph of verdict counts for a paper (an overview page), linking to its ledger
+    section. The argument is the bibliography key; without it, the paper of the chapters next
+    to the page. The role ``{verdict-summary}`` gives the same on one line:
+    ``{verdict-summary}`hanin2018start``` (or an empty key, ``{verdict-summary}`-```).
+    """
+
+    optional_arguments = 1
+    option_spec = {"class": directives.class_option}
+
+    def run(self) -> list[nodes.Node]:
+        para = nodes.paragraph(classes=["eit-verdict-summary"])
+        para.extend(summary_nodes(self.env, self.env.docname,
+                                  self.arguments[0] if self.arguments else ""))
+        return [para]
+
+
+#: Rows of the outcome x scope table of an overview (``{verdict-table}``), in this order.
+TABLE_OUTCOMES = ("confirmed", "confirmed with a correction", "refuted",
+                  "not reproduced on the substitute", "inconclusive")
+
+
+def _chapter_range(group: list[dict]) -> str:
+    """'chapters 01-12' (or 'chapter 03') from the docnames of the records."""
+    numbers = sorted({r["chapter"].rsplit("/", 1)[-1].split("-", 1)[0] for r in group})
+    if len(numbers) == 1:
+        return f"chapter {numbers[0]}"
+    return f"{len(numbers)} chapters, {numbers[0]} to {numbers[-1]}"
+
+
+def verdict_table_nodes(env, docname: str, key: str = "") -> list[nodes.Node]:
+    """The outcome x scope counts of a paper's records, as a table with a sentence before
+    (where they come from) and after (confirmations by kind). Consistency checks have their own
+    row and are not counted as confirmations (:func:`eit.verdicts.ledger.summary`)."""
+    for path in ledger.chapter_notebooks():
+        env.note_dependency(str(path))
+    records = built(env, ledger.verdicts())
+    folder = docname.rsplit("/", 1)[0]
+    if key:
+        group = [r for r in records if r["paper"] == key]
+    else:
+        group = [r for r in records if r["chapter"].rsplit("/", 1)[0] == folder]
+    if not group:
+        return [nodes.paragraph(text="No verdicts are recorded yet.")]
+    key = group[0]["paper"]
+    checked = [r for r in group if r["kind"] != CONSISTENCY]
+    consistency = [r for r in group if r["kind"] == CONSISTENCY]
+
+    def counts(rows: list[dict]) -> list[str]:
+        per_scope = [sum(1 for r in rows if r["scope"] == s) for s in SCOPES]
+        return [str(n) for n in per_scope] + [str(len(rows))]
+
+    headers = ["Outcome", *SCOPES, "total"]
+    rows, classes = [], []
+    for o in TABLE_OUTCOMES:
+        rows.append([o, *counts([r for r in checked if r["outcome"] == o])])
+        classes.append([f"eit-o-{slug(o)}"])
+    rows.append(["consistency checks", *counts(consistency)])
+    classes.append(["eit-consistency"])
+    rows.append(["all records", *counts(group)])
+    classes.append(["eit-total"])
+    cols = ["eit-c-outcome"] + ["eit-c-n"] * (len(SCOPES) + 1)
+
+    intro = nodes.paragraph()
+    intro += nodes.Text(
+        f"Counted when the book is built from the {len(group)} verdict records of "
+        f"{_chapter_range(group)} (every record is listed ")
+    intro += link([nodes.Text("in the claims ledger")], docname="ledger",
+                  anchor=f"ledger-{slug(key)}")
+    intro += nodes.Text("). Consistency checks (identities true by construction, bounds "
+                        "implied by another result or that cannot fail at the tested setting) "
+                        "have their own row and are not counted as confirmations.")
+    confirmed = [r for r in checked if r["outcome"] == "confirmed"]
+    kinds = Counter(r["kind"] for r in confirmed)
+    exact, tests = kinds["exact"], kinds["test"]
+
+    def plural(n: int, one: str, many: str) -> str:
+        return f"{n} {one if n == 1 else many}"
+
+    after = nodes.paragraph(
+        text=f"Of the {plural(len(confirmed), 'confirmation', 'confirmations')}, "
+             f"{plural(exact, 'is an exact computation', 'are exact computations')} and "
+             f"{plural(tests, 'a statistical test', 'statistical tests')}.")
+    return [intro,
+            table(headers, rows, classes=["eit-verdict-table"], row_classes=classes,
+                  col_classes=cols),
+            after]
+
+
+class VerdictTable(SphinxDirective):
+    """The outcome x scope table of verdict counts for a paper (an overview page). The
+    argument is the bibliography key (as for ``{verdict-summary}``); without it, the paper of
+    the chapters next to the page. Rows: the five outcomes, the consistency checks (apart,
+    never confirmations) and all records; columns: the three scopes and the total. A sentence
+    after it splits the confirmations into exact computations and statistical tests."""
+
+    optional_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        return verdict_table_nodes(self.env, self.env.docname,
+                                   self.arguments[0] if self.arguments else "")
+
+
+def verdict_summary_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    env = inliner.document.settings.env
+    key = "" if text.strip() in ("", "-") else text.strip()
+    return [nodes.inline("", "", *summary_nodes(env, env.docname, key),
+                         classes=["eit-verdict-summary"])], []
 
 
 def setup(app):
+    app.add_node(eit_link, html=(lambda s, n: None, lambda s, n: None),
+                 latex=(_skip, None), text=(_skip, None))
+    app.add_node(details, html=(_visit_details, _depart_details),
+                 latex=(lambda s, n: None, lambda s, n: None),
+                 text=(lambda s, n: None, lambda s, n: None))
+    app.add_node(summary, html=(_visit_summary, _depart_summary),
+                 latex=(_skip, None), text=(_skip, None))
     app.add_directive("claims-ledger", ClaimsLedger)
     app.add_directive("chapter-status", ChapterStatus)
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}
+    app.add_directive("verdict-summary", VerdictSummary)
+    app.add_directive("verdict-table", VerdictTable)
+    app.add_role("verdict-summary", verdict_summary_role)
+    eit_build.setup(app)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.2"}

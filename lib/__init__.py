@@ -8,4 +8,18 @@ training), :mod:`eit.verdicts` (estimates, checks, the claims ledger) and
 :mod:`eit.plotting` (one figure style).
 """
 
+import importlib
+
 __version__ = "0.1.0"
+__all__ = ["core", "sample", "exact", "models", "train", "verdicts", "plotting"]
+
+
+def __getattr__(name: str):
+    """``eit.sample``, ``eit.exact``, ...: the packages are imported on first use."""
+    if name in __all__:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eit.core import device
+from eit.core.device import generator
 from eit.models.batchnorm import (
     bn,
     bn_centered,
@@ -32,7 +33,7 @@ from eit.sample.laws import haar_orthogonal
 
 
 def _matrix(seed: int, d: int, n: int | None = None) -> torch.Tensor:
-    return device.randn(d, n or d, gen=device.generator(seed))
+    return device.randn(d, n or d, gen=generator(seed))
 
 
 def _phi_slogdet(x: torch.Tensor) -> torch.Tensor:
@@ -65,7 +66,7 @@ def test_isometry_gap_is_non_negative(seed, d):
 @settings(max_examples=40, deadline=None)
 @given(SEEDS, DIMS, st.floats(1e-3, 1e3))
 def test_isometry_gap_is_zero_for_orthogonal_rows_with_any_scale(seed, d, c):
-    q = haar_orthogonal(1, d, d, gen=device.generator(seed))[0]
+    q = haar_orthogonal(1, d, d, gen=generator(seed))[0]
     assert isometry_gap(c * q).item() < 1e-10
 
 
@@ -81,7 +82,7 @@ def test_isometry_gap_is_scale_invariant(seed, d, c):
 @given(SEEDS, DIMS)
 def test_isometry_gap_is_invariant_under_rotations(seed, d):
     x = _matrix(seed, d)
-    w = haar_orthogonal(2, d, d, gen=device.generator(seed + 1))
+    w = haar_orthogonal(2, d, d, gen=generator(seed + 1))
     assert isometry_gap(w[0] @ x).item() == pytest.approx(isometry_gap(x).item(), rel=1e-8,
                                                           abs=1e-10 + _rounding(x))
     assert isometry_gap(x @ w[1]).item() == pytest.approx(isometry_gap(x).item(), rel=1e-8,
@@ -136,15 +137,15 @@ def test_isometry_gap_matches_definition():
 
 
 def test_isometry_gaps_in_depth_are_non_increasing_for_orthogonal_weights():
-    gaps = isometry_gaps_in_depth(_matrix(6, 4), 30, n_nets=8, gen=device.generator(7))
+    gaps = isometry_gaps_in_depth(_matrix(6, 4), 30, n_nets=8, gen=generator(7))
     assert gaps.shape == (8, 31)
     assert (gaps[:, 1:] <= gaps[:, :-1] + 1e-12).all()
 
 
 def test_first_layer_grad_lognorm_matches_autograd():
     x0 = _matrix(8, 4)
-    got = first_layer_grad_lognorm(x0, [3], n_nets=2, gen=device.generator(9))
-    gen = device.generator(9)
+    got = first_layer_grad_lognorm(x0, [3], n_nets=2, gen=generator(9))
+    gen = generator(9)
     ws = [haar_orthogonal(2, 4, 4, gen=gen) for _ in range(3)]
     r = device.randn(2, 4, 4, gen=gen)
     r = r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
@@ -169,39 +170,39 @@ def test_bad_arguments_name_the_argument():
     with pytest.raises(TypeError, match="x"):
         isometry_gap([[1.0]])
     with pytest.raises(ValueError, match="depth"):
-        isometry_gaps_in_depth(_matrix(0, 3), 0, n_nets=1, gen=device.generator(0))
+        isometry_gaps_in_depth(_matrix(0, 3), 0, n_nets=1, gen=generator(0))
     with pytest.raises(ValueError, match="weights"):
-        isometry_gaps_in_depth(_matrix(0, 3), 1, n_nets=1, gen=device.generator(0),
+        isometry_gaps_in_depth(_matrix(0, 3), 1, n_nets=1, gen=generator(0),
                                weights="uniform")
     with pytest.raises(ValueError, match="x0"):
         isometry_gaps_in_depth(torch.zeros(2, 3, 3, dtype=torch.float64) + 1, 1, n_nets=3,
-                               gen=device.generator(0))
+                               gen=generator(0))
     with pytest.raises(ValueError, match="depths"):
-        first_layer_grad_lognorm(_matrix(0, 3), [], n_nets=1, gen=device.generator(0))
+        first_layer_grad_lognorm(_matrix(0, 3), [], n_nets=1, gen=generator(0))
     with pytest.raises(ValueError, match="slope"):
         shaped_leaky_relu(1.5)
 
 
 def test_spectral_inputs_have_the_prescribed_singular_values():
-    x = spectral_inputs(5, 4, gen=device.generator(11), spread=2.0)
+    x = spectral_inputs(5, 4, gen=generator(11), spread=2.0)
     assert x.shape == (5, 4, 4)
     s = torch.linalg.svdvals(x)
     assert (s.log().abs() <= 2.0 + 1e-9).all()
-    q = spectral_inputs(3, 4, gen=device.generator(12), spread=0.0)
+    q = spectral_inputs(3, 4, gen=generator(12), spread=0.0)
     assert (isometry_gap(q) < 1e-10).all()
     with pytest.raises(ValueError, match="spread"):
-        spectral_inputs(1, 2, gen=device.generator(0), spread=-1.0)
+        spectral_inputs(1, 2, gen=generator(0), spread=-1.0)
     with pytest.raises(ValueError, match="n_mats"):
-        spectral_inputs(0, 2, gen=device.generator(0), spread=1.0)
+        spectral_inputs(0, 2, gen=generator(0), spread=1.0)
 
 
 @pytest.mark.parametrize("centered", [False, True])
 def test_manual_backward_matches_autograd_path(centered):
     """The closed-form BN vector-Jacobian product equals autograd (identity activation)."""
     x0 = _matrix(13, 5)
-    fast = first_layer_grad_lognorm(x0, [1, 4], n_nets=3, gen=device.generator(14),
+    fast = first_layer_grad_lognorm(x0, [1, 4], n_nets=3, gen=generator(14),
                                     centered=centered)
-    slow = first_layer_grad_lognorm(x0, [1, 4], n_nets=3, gen=device.generator(14),
+    slow = first_layer_grad_lognorm(x0, [1, 4], n_nets=3, gen=generator(14),
                                     centered=centered, activation=lambda h: h)
     assert torch.allclose(fast, slow, rtol=1e-10, atol=1e-12)
 
@@ -215,12 +216,12 @@ def test_bn_standard_has_unit_variance_rows():
 def test_shaped_network_with_identity_matches_centered_linear_network():
     """sigma = id: X_{l+1} = alpha sqrt(n) BN_centered(W X_l): only the read-out scale differs."""
     x0 = _matrix(16, 4, 4)
-    shaped = shaped_first_layer_grad_lognorm(x0, [1, 5], n_nets=2, gen=device.generator(17),
+    shaped = shaped_first_layer_grad_lognorm(x0, [1, 5], n_nets=2, gen=generator(17),
                                              activation=lambda h: h, gains=0.3)
-    linear = first_layer_grad_lognorm(x0, [1, 5], n_nets=2, gen=device.generator(17),
+    linear = first_layer_grad_lognorm(x0, [1, 5], n_nets=2, gen=generator(17),
                                       centered=True)
     assert torch.allclose(shaped, linear + math.log(0.3 * math.sqrt(4)), rtol=1e-9)
-    per_layer = shaped_weight_grad_lognorms(x0, 5, n_nets=2, gen=device.generator(17),
+    per_layer = shaped_weight_grad_lognorms(x0, 5, n_nets=2, gen=generator(17),
                                             activation=lambda h: h, gains=[0.3] * 5)
     assert torch.allclose(per_layer[:, 0], shaped[:, 1], rtol=1e-9)
 
@@ -229,65 +230,65 @@ def test_shaped_output_scale_removes_the_last_gain_exactly():
     """BN is scale invariant, so only the last gain reaches dL/dW_0: first - scale is gain-free."""
     x0, gains = _matrix(21, 4, 5), [1.0, 0.5, 0.25, 0.2, 0.1]
     ident = lambda h: h  # noqa: E731
-    first, scale = shaped_first_layer_grad_lognorm(x0, [2, 5], n_nets=3, gen=device.generator(23),
+    first, scale = shaped_first_layer_grad_lognorm(x0, [2, 5], n_nets=3, gen=generator(23),
                                                    activation=ident, gains=gains,
                                                    with_output_scale=True)
-    plain = shaped_first_layer_grad_lognorm(x0, [2, 5], n_nets=3, gen=device.generator(23),
+    plain = shaped_first_layer_grad_lognorm(x0, [2, 5], n_nets=3, gen=generator(23),
                                             activation=ident, gains=gains)
-    unit = shaped_first_layer_grad_lognorm(x0, [2, 5], n_nets=3, gen=device.generator(23),
+    unit = shaped_first_layer_grad_lognorm(x0, [2, 5], n_nets=3, gen=generator(23),
                                            activation=ident, gains=1.0)
     assert torch.equal(first, plain)  # same draws with or without the scale
     assert torch.allclose(scale, torch.log(torch.tensor([[0.5, 0.1]] * 3, dtype=torch.float64)))
     assert torch.allclose(first - scale, unit, rtol=1e-9)
-    _, tanh_scale = shaped_first_layer_grad_lognorm(x0, [5], n_nets=3, gen=device.generator(23),
+    _, tanh_scale = shaped_first_layer_grad_lognorm(x0, [5], n_nets=3, gen=generator(23),
                                                     activation=torch.tanh, gains=gains,
                                                     with_output_scale=True)
     assert torch.all(tanh_scale < math.log(0.1)) and torch.all(tanh_scale > math.log(0.1) - 0.05)
     with pytest.raises(TypeError, match="with_output_scale"):
-        shaped_first_layer_grad_lognorm(x0, [2], n_nets=1, gen=device.generator(0),
+        shaped_first_layer_grad_lognorm(x0, [2], n_nets=1, gen=generator(0),
                                         activation=ident, gains=1.0, with_output_scale="yes")
 
 
 def test_shaped_bad_arguments_name_the_argument():
     with pytest.raises(ValueError, match="gains"):
-        shaped_weight_grad_lognorms(_matrix(0, 3), 4, n_nets=1, gen=device.generator(0),
+        shaped_weight_grad_lognorms(_matrix(0, 3), 4, n_nets=1, gen=generator(0),
                                     activation=torch.tanh, gains=[1.0, 1.0])
     with pytest.raises(ValueError, match="gains"):
-        shaped_first_layer_grad_lognorm(_matrix(0, 3), [2], n_nets=1, gen=device.generator(0),
+        shaped_first_layer_grad_lognorm(_matrix(0, 3), [2], n_nets=1, gen=generator(0),
                                         activation=torch.tanh, gains=-1.0)
     with pytest.raises(TypeError, match="activation"):
-        shaped_weight_grad_lognorms(_matrix(0, 3), 2, n_nets=1, gen=device.generator(0),
+        shaped_weight_grad_lognorms(_matrix(0, 3), 2, n_nets=1, gen=generator(0),
                                     activation=None, gains=1.0)
 
 
 def test_shaped_nonlinearity_is_zero_for_identity_and_small_for_small_gains():
     x0 = _matrix(18, 4, 5)
-    ident = shaped_nonlinearity(x0, 3, n_nets=2, gen=device.generator(19),
+    ident = shaped_nonlinearity(x0, 3, n_nets=2, gen=generator(19),
                                 activation=lambda h: h, gains=0.7)
     assert ident.shape == (2, 3) and torch.all(ident == 0)
-    small = shaped_nonlinearity(x0, 3, n_nets=2, gen=device.generator(19), activation=torch.tanh,
+    small = shaped_nonlinearity(x0, 3, n_nets=2, gen=generator(19), activation=torch.tanh,
                                 gains=1e-3)
     # tanh(u) - u = -u^3/3 + ...: the relative deviation is of order gain^2
     assert torch.all(small > 0) and torch.all(small < 1e-5)
-    big = shaped_nonlinearity(x0, 3, n_nets=2, gen=device.generator(19), activation=torch.tanh,
+    big = shaped_nonlinearity(x0, 3, n_nets=2, gen=generator(19), activation=torch.tanh,
                               gains=[1.0, 1.0, 1.0])
     assert torch.all(big > 100 * small)
 
 
 def test_shaped_nonlinearity_bad_arguments_name_the_argument():
     with pytest.raises(ValueError, match="depth"):
-        shaped_nonlinearity(_matrix(0, 3), 0, n_nets=1, gen=device.generator(0),
+        shaped_nonlinearity(_matrix(0, 3), 0, n_nets=1, gen=generator(0),
                             activation=torch.tanh, gains=1.0)
     with pytest.raises(ValueError, match="gains"):
-        shaped_nonlinearity(_matrix(0, 3), 3, n_nets=1, gen=device.generator(0),
+        shaped_nonlinearity(_matrix(0, 3), 3, n_nets=1, gen=generator(0),
                             activation=torch.tanh, gains=[1.0])
     with pytest.raises(TypeError, match="activation"):
-        shaped_nonlinearity(_matrix(0, 3), 2, n_nets=1, gen=device.generator(0),
+        shaped_nonlinearity(_matrix(0, 3), 2, n_nets=1, gen=generator(0),
                             activation="tanh", gains=1.0)
 
 
 def test_logit_loss_gradient_matches_autograd():
-    gen = device.generator(31)
+    gen = generator(31)
     z = (3 * device.randn(50, 5, gen=gen)).requires_grad_(True)
     y = torch.softmax(device.randn(50, 5, gen=gen), dim=1)          # soft targets
     y[:25] = torch.nn.functional.one_hot(torch.arange(25) % 5, 5).to(y)
@@ -312,8 +313,8 @@ def test_logit_loss_gradient_bad_arguments_name_the_argument():
 
 def test_weight_grad_lognorms_first_layer_matches_first_layer_function():
     x0 = _matrix(40, 5)
-    every = weight_grad_lognorms(x0, [1, 3, 6], n_nets=3, gen=device.generator(41))
-    first = first_layer_grad_lognorm(x0, [1, 3, 6], n_nets=3, gen=device.generator(41))
+    every = weight_grad_lognorms(x0, [1, 3, 6], n_nets=3, gen=generator(41))
+    first = first_layer_grad_lognorm(x0, [1, 3, 6], n_nets=3, gen=generator(41))
     assert every.shape == (3, 3, 6)
     assert torch.allclose(every[:, :, 0], first, atol=1e-12)
     assert torch.isnan(every[:, 0, 1:]).all() and torch.isnan(every[:, 1, 3:]).all()
@@ -325,11 +326,10 @@ def test_weight_grad_lognorms_match_autograd_at_every_layer(loss):
     d, n, depth, n_nets, n_classes = 5, 5, 4, 2, 3
     x0 = _matrix(42, d, n)
     labels = torch.tensor([0, 2, 1, 1, 0])
-    out = weight_grad_lognorms(x0, [depth], n_nets=n_nets, gen=device.generator(43), loss=loss,
+    out = weight_grad_lognorms(x0, [depth], n_nets=n_nets, gen=generator(43), loss=loss,
                                labels=labels, n_classes=n_classes)
-    gen = device.generator(43)                    # the same draws: weights, then the head
-    ws = [w.clone().requires_grad_(True) for w in
-          haar_orthogonal(n_nets * depth, d, d, gen=gen).view(depth, n_nets, d, d)]
+    gen = generator(43)                    # the same draws: weights, then the head
+    ws = [haar_orthogonal(n_nets, d, d, gen=gen).requires_grad_(True) for _ in range(depth)]
     head = haar_orthogonal(n_nets, n_classes, d, gen=gen)
     x = x0.expand(n_nets, d, n)
     for w in ws:
@@ -344,7 +344,7 @@ def test_weight_grad_lognorms_match_autograd_at_every_layer(loss):
 
 
 def test_weight_grad_lognorms_bad_arguments_name_the_argument():
-    x0, gen = _matrix(0, 4), device.generator(0)
+    x0, gen = _matrix(0, 4), generator(0)
     with pytest.raises(ValueError, match="loss"):
         weight_grad_lognorms(x0, [2], n_nets=1, gen=gen, loss="hinge")
     with pytest.raises(ValueError, match="labels and n_classes"):

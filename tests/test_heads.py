@@ -3,20 +3,20 @@
 import pytest
 import torch
 
-from eit.core import device
+from eit.core.device import generator
 from eit.sample import heads
 from eit.sample.laws import he
 from eit.sample.mlp import relu_mlp
 
 
 def _head(n_nets=2, width=5, n=4, classes=3, seed=0):
-    gen = device.generator(seed)
+    gen = generator(seed)
     y = heads.random_labels(n, classes, gen=gen)
     return heads.softmax_cross_entropy(n_nets, width, y, classes, gen=gen), gen
 
 
 def test_random_labels_range():
-    y = heads.random_labels(1000, 7, gen=device.generator(1))
+    y = heads.random_labels(1000, 7, gen=generator(1))
     assert y.dtype == torch.long and int(y.min()) >= 0 and int(y.max()) <= 6
     assert len(set(y.tolist())) == 7
 
@@ -36,7 +36,7 @@ def test_grad_logits_sums_to_zero():
 
 
 def test_head_in_relu_mlp():
-    gen = device.generator(4)
+    gen = generator(4)
     x = torch.randn(6, 8, dtype=torch.float64)
     y = heads.random_labels(6, 3, gen=gen)
     head = heads.softmax_cross_entropy(2, 16, y, 3, gen=gen)
@@ -45,7 +45,7 @@ def test_head_in_relu_mlp():
 
 
 def test_bad_args():
-    gen = device.generator(0)
+    gen = generator(0)
     with pytest.raises(ValueError, match="n_classes"):
         heads.random_labels(3, 0, gen=gen)
     with pytest.raises(TypeError, match="labels"):

@@ -110,7 +110,71 @@ def test_one_layer_bad_arguments(kwargs, name):
 def test_kept_and_redrawn_weights_give_the_same_numbers(monkeypatch):
     x = torch.randn(3, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     kept = P.relu_mlp(x, [8, 7, 9], I.he(), n_nets=2, gen=generator(4), delta="random")
-    monkeypatch.setattr(P, "KEEP_WEIGHTS_BYTES", 0)
+    from eit.sample import engine
+
+    monkeypatch.setattr(engine, "KEEP_FRACTION", 0.0)
     redrawn = P.relu_mlp(x, [8, 7, 9], I.he(), n_nets=2, gen=generator(4), delta="random")
     assert torch.equal(kept.log_h, redrawn.log_h)
     assert torch.equal(kept.log_delta, redrawn.log_delta)
+
+
+def test_zero_input_gives_minus_inf_and_a_named_error_for_the_ratio():
+    """issue 17: an all-zero input gave NaN in log_grad_w_ratio."""
+    from eit.sample.traces import UndefinedRatio
+
+    x = torch.zeros(2, 5, dtype=torch.float64)
+    s = P.relu_mlp(x, [4, 4], I.he(), n_nets=3, gen=generator(1), delta="random")
+    assert torch.isneginf(s.log_h).all() and not torch.isnan(s.log_grad_w).any()
+    with pytest.raises(UndefinedRatio, match="log_grad_w_ratio"):
+        _ = s.log_grad_w_ratio
+    with pytest.raises(UndefinedRatio, match="log_h_ratio"):
+        _ = s.log_h_ratio
+
+
+def test_wrong_shaped_initializer_and_head_are_named():
+    x = torch.ones(2, 3, dtype=torch.float64)
+    bad = lambda n_nets, fan_out, fan_in, gen: torch.zeros(fan_out, fan_in)  # noqa: E731
+    with pytest.raises(ValueError, match="law must return shape"):
+        P.relu_mlp(x, [4], bad, n_nets=2, gen=generator(0))
+    with pytest.raises(ValueError, match="loss head"):
+        P.relu_mlp(x, [4], I.he(), n_nets=2, gen=generator(0), delta=lambda h: h[..., :2])
+
+
+def test_oversized_network_is_refused_before_allocating():
+    from eit.core.validate import AllocationTooLarge
+
+    x = torch.ones(1, 10_000, dtype=torch.float64)
+    with pytest.raises(AllocationTooLarge, match="n_nets"):
+        P.relu_mlp(x, [10_000], I.he(), n_nets=10_000, gen=generator(0))
+
+
+@pytest.mark.parametrize("chunk", [0, -1, 1.5])
+def test_one_layer_chunk_must_be_a_positive_int(chunk):
+    with pytest.raises(ValueError, match="chunk"):
+        P.one_layer(torch.ones(3, dtype=torch.float64), 4, n_nets=2, gen=generator(0),
+                    chunk=chunk)
+
+
+def test_one_layer_chunk_bounds_a_single_wide_network():
+    """chunk splits the units too: one network wider than the chunk still works, same law."""
+    u = torch.randn(3, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    small = P.one_layer(u, 64, n_nets=4000, gen=generator(5), chunk=100)
+    big = P.one_layer(u, 64, n_nets=4000, gen=generator(6))
+    from scipy import stats as sst
+
+    for k in range(3):
+        assert sst.ks_2samp(small[:, k], big[:, k]).pvalue > 1e-3
+
+
+def test_one_layer_conditional_draws_match_explicit_weights():
+    """N < n draws R u from its joint Gaussian law: the same law as drawing R (KS, joint too)."""
+    from scipy import stats as sst
+
+    u = torch.randn(2, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    cond = P.one_layer(u, 32, n_nets=4000, gen=generator(7))
+    r = torch.randn(4000, 32, 6, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(8)) * (2 / 32) ** 0.5
+    ref = (r @ u.T).clamp_min(0).square().sum(-2) / u.square().sum(-1)
+    for k in range(2):
+        assert sst.ks_2samp(cond[:, k], ref[:, k]).pvalue > 1e-3
+    assert sst.ks_2samp(cond.sum(-1), ref.sum(-1)).pvalue > 1e-3

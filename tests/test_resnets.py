@@ -24,8 +24,9 @@ def test_matches_explicit_recursion():
     out = resnets.residual_log_lengths(x, block, [0.5, 2.0], n_nets=3, gen=generator(1))
     gen = generator(1)
     h = x.unsqueeze(0).expand(3, -1, -1)
-    for eta in (0.5, 2.0):
-        h = h + eta * block(h, gen)
+    for eta in (0.5, 2.0):                      # replay: one He matrix per module
+        w = he()(3, 4, 4, gen)
+        h = h + eta * torch.relu(h @ w.transpose(-2, -1))
     assert torch.allclose(out[-1], torch.log(h.norm(dim=-1)))
 
 
@@ -50,8 +51,12 @@ def test_bad_args():
     with pytest.raises(ValueError, match="x"):
         resnets.residual_log_lengths(torch.zeros(1, 3, dtype=torch.float64), block, [1.0],
                                      n_nets=1, gen=generator(0))
-    with pytest.raises(TypeError, match="init"):
+    with pytest.raises(TypeError, match="law"):
         resnets.relu_layer(3)
+    with pytest.raises(ValueError, match="etas"):
+        resnets.residual_log_lengths(x, block, [math.inf], n_nets=1, gen=generator(0))
+    with pytest.raises(TypeError, match="blocks"):
+        resnets.residual_log_lengths(x, [lambda h, g: h], [1.0], n_nets=1, gen=generator(0))
     with pytest.raises(ValueError, match="hidden"):
         resnets.relu_then_linear(0, he(), he())
 

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit.core import device
+from eit.core.device import generator
 from eit.models import weightnorm as wn
 
 
@@ -69,17 +69,17 @@ def test_k_bad_source_and_ambient_n1():
 
 @pytest.mark.parametrize("law", wn.LAWS)
 def test_rows_shape_and_finite(law):
-    w = wn.rows(3, 4, 5, gen=device.generator(0), law=law)
+    w = wn.rows(3, 4, 5, gen=generator(0), law=law)
     assert w.shape == (3, 4, 5) and w.dtype == torch.float64 and torch.isfinite(w).all()
 
 
 def test_rows_sphere_radius():
-    w = wn.rows(2, 3, 7, gen=device.generator(1), law="sphere")
+    w = wn.rows(2, 3, 7, gen=generator(1), law="sphere")
     assert torch.allclose(w.norm(dim=-1), torch.full((2, 3), math.sqrt(7), dtype=w.dtype))
 
 
 def test_rows_bad_args():
-    gen = device.generator(0)
+    gen = generator(0)
     with pytest.raises(ValueError, match="law"):
         wn.rows(1, 2, 3, gen=gen, law="laplace")
     with pytest.raises(ValueError, match="fan_in"):
@@ -91,7 +91,7 @@ def test_rows_bad_args():
 @settings(max_examples=25, deadline=None)
 @given(st.integers(1, 4), st.integers(1, 6), st.integers(1, 6), st.integers(0, 10**6))
 def test_normalize_rows_unit(n_nets, fan_out, fan_in, seed):
-    w = wn.rows(n_nets, fan_out, fan_in, gen=device.generator(seed))
+    w = wn.rows(n_nets, fan_out, fan_in, gen=generator(seed))
     norms = wn.normalize_rows(w).norm(dim=-1)
     assert torch.allclose(norms, torch.ones_like(norms))
 
@@ -106,30 +106,30 @@ def test_normalize_rows_bad():
 def test_proposed_gain_and_initializer():
     assert wn.proposed_gain(50, 100) == pytest.approx(1.0)
     init = wn.weight_normalized()
-    w = init(2, 8, 32, device.generator(3))
+    w = init(2, 8, 32, generator(3))
     assert torch.allclose(w.norm(dim=-1), torch.full((2, 8), math.sqrt(2 * 32 / 8),
                                                      dtype=w.dtype))
-    w1 = wn.weight_normalized(1.0, law="student_t")(1, 3, 4, device.generator(3))
+    w1 = wn.weight_normalized("student_t", gain=1.0)(1, 3, 4, generator(3))
     assert torch.allclose(w1.norm(dim=-1), torch.ones(1, 3, dtype=w1.dtype))
     with pytest.raises(ValueError, match="gain"):
-        wn.weight_normalized(0.0)
+        wn.weight_normalized(gain=0.0)
     with pytest.raises(ValueError, match="fan_out"):
         wn.proposed_gain(3, 0)
-    with pytest.raises(ValueError, match="law"):
-        wn.weight_normalized(law="x")
+    with pytest.raises(ValueError, match="rows"):
+        wn.weight_normalized("x")
 
 
 @pytest.mark.parametrize("mask", ["relu", "bernoulli"])
 def test_layer_sq_ratio_mean_is_one(mask):
     u = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
-    r = wn.layer_sq_ratio(u, 64, n_nets=4000, gen=device.generator(5), mask=mask)
+    r = wn.layer_sq_ratio(u, 64, n_nets=4000, gen=generator(5), mask=mask)
     assert r.shape == (4000,)
     se = r.std().item() / math.sqrt(r.numel())
     assert abs(r.mean().item() - 1.0) < 5 * se
 
 
 def test_layer_sq_ratio_bad_args():
-    gen = device.generator(0)
+    gen = generator(0)
     u = torch.ones(3, dtype=torch.float64)
     with pytest.raises(ValueError, match="mask"):
         wn.layer_sq_ratio(u, 4, n_nets=2, gen=gen, mask="dropout")
@@ -151,7 +151,7 @@ def _autograd_reference(x, ws, gains, head):
 
 
 def test_wn_relu_mlp_matches_autograd():
-    gen = device.generator(11)
+    gen = generator(11)
     x = torch.randn(1, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     target = torch.randn(5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     head = lambda h: target.expand_as(h).clone()  # noqa: E731  loss = target . h^L
@@ -162,23 +162,27 @@ def test_wn_relu_mlp_matches_autograd():
     ref = _autograd_reference(x[0], ws, stats.gains, lambda h: (target * h).sum())
     assert torch.allclose(stats.log_grad_w[:, 0, 0].exp(), torch.tensor(ref, dtype=torch.float64))
     assert stats.gains == (wn.proposed_gain(6, 4), wn.proposed_gain(4, 5))
+    # the effective-matrix gradient ||dl/dW_hat|| = k ||delta|| ||h|| (eq. 24)
+    assert torch.allclose(stats.log_grad_w_hat, stats.log_delta + stats.log_h[:-1]
+                          + torch.tensor(stats.gains, dtype=torch.float64).log().view(-1, 1, 1))
 
 
 def test_wn_relu_mlp_shapes_and_ratios():
-    gen = device.generator(12)
+    gen = generator(12)
     x = torch.randn(3, 8, dtype=torch.float64)
     s = wn.wn_relu_mlp(x, [16, 16, 16], n_nets=2, gen=gen)
     assert s.log_h.shape == (4, 2, 3) and s.log_delta.shape == (3, 2, 3)
-    assert s.log_grad_ratio("w").shape == (3, 2, 3) and s.log_grad_ratio("w_hat").shape == (3, 2, 3)
+    assert wn.log_grad_ratio(s, "w").shape == (3, 2, 3)
+    assert wn.log_grad_ratio(s, "w_hat").shape == (3, 2, 3)
     assert torch.allclose(s.log_h_ratio[0], torch.zeros(2, 3, dtype=torch.float64))
     # with unit rows, ||dl/dW|| <= ||dl/dW_hat|| (the projection removes a component)
     assert (s.log_grad_w <= s.log_grad_w_hat + 1e-12).all()
     with pytest.raises(ValueError, match="which"):
-        s.log_grad_ratio("v")
+        wn.log_grad_ratio(s, "v")
 
 
 def test_wn_relu_mlp_bad_args():
-    gen = device.generator(0)
+    gen = generator(0)
     x = torch.randn(3, 8, dtype=torch.float64)
     with pytest.raises(ValueError, match="delta"):
         wn.wn_relu_mlp(x, [4], n_nets=1, gen=gen, delta=None)
@@ -192,16 +196,16 @@ def test_wn_relu_mlp_bad_args():
 
 def test_prop3_mean():
     u = torch.tensor([1.0, 2.0, -1.0], dtype=torch.float64)
-    r = wn.prop3_sq_norm(u, 50, n_nets=4000, gen=device.generator(7), row_norm=2.0)
+    r = wn.prop3_sq_norm(u, 50, n_nets=4000, gen=generator(7), row_norm=2.0)
     # E||M||^2/||u||^2 = 2n/(m c^2) (1 - 1/n) E||z||^2 = (6/200)(2/3)(25) = 0.5
     se = r.std().item() / math.sqrt(r.numel())
     assert abs(r.mean().item() - 0.5) < 5 * se
     with pytest.raises(ValueError, match="z must be"):
-        wn.prop3_sq_norm(u, 5, n_nets=2, gen=device.generator(0), z="poisson")
+        wn.prop3_sq_norm(u, 5, n_nets=2, gen=generator(0), z="poisson")
 
 
 def test_residual_sq_ratio():
-    gen = device.generator(21)
+    gen = generator(21)
     x = torch.randn(3, 16, dtype=torch.float64)
     r = wn.residual_sq_ratio(x, 16, 4, n_nets=2, gen=gen)
     assert r.shape == (5, 2, 3) and torch.allclose(r[0], torch.ones(2, 3, dtype=torch.float64))

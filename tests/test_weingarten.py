@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit.core import device
+from eit.core.device import generator
 from eit.exact.weingarten import (
     D,
     coset_type,
@@ -103,7 +103,7 @@ def test_haar_moment_invariances(ii, jj, perm):
 
 
 def test_haar_moment_agrees_with_monte_carlo():
-    gen = device.generator(1)
+    gen = generator(1)
     w = haar_orthogonal(20000, 4, 4, gen=gen)
     samples = monomial_samples(w, (0, 0, 1, 1), (0, 0, 1, 1))
     exact = float(haar_moment((0, 0, 1, 1), (0, 0, 1, 1), 4))
@@ -137,13 +137,21 @@ def test_bad_arguments_name_the_argument():
 
 def test_haar_monomial_samples_shape_and_chunking():
     a = haar_monomial_samples([((0, 0), (0, 0)), ((0, 1), (0, 1))], 3, 50,
-                              gen=device.generator(2), chunk=7)
+                              gen=generator(2), chunk=7)
     b = haar_monomial_samples([((0, 0), (0, 0)), ((0, 1), (0, 1))], 3, 50,
-                              gen=device.generator(2), chunk=50)
+                              gen=generator(2), chunk=50)
     assert a.shape == (2, 50)
     assert b.shape == (2, 50)
     assert (a[0] >= 0).all() and (a[0] <= 1).all()  # squares of entries of an orthogonal matrix
     with pytest.raises(ValueError, match="monomials"):
-        haar_monomial_samples([], 3, 5, gen=device.generator(0))
+        haar_monomial_samples([], 3, 5, gen=generator(0))
     with pytest.raises(ValueError, match="n_samples"):
-        haar_monomial_samples([((0,), (0,))], 3, 0, gen=device.generator(0))
+        haar_monomial_samples([((0,), (0,))], 3, 0, gen=generator(0))
+
+
+def test_haar_monomial_samples_refuses_unbounded_sizes():
+    """issue 17: n = 1e9 ran with no limit; the result is checked against memory first."""
+    from eit.core.validate import AllocationTooLarge
+
+    with pytest.raises(AllocationTooLarge, match="n_samples"):
+        haar_monomial_samples([([0, 0], [0, 0])] * 4, 3, 10**12, gen=generator(0))

@@ -1,1 +1,19 @@
-"""core"""
+"""The book's infrastructure: compute device and scale switch, seeds, validation, data store.
+
+* :mod:`eit.core.device`: the compute device, the default/paper/smoke scale (:func:`at_scale`),
+  float64 draws (:func:`randn`) and a one-line description of the machine;
+* :mod:`eit.core.seeds`: seeded generators (:func:`generator`), shifted by ``EIT_SEED``;
+* :mod:`eit.core.validate`: argument checks that name the bad argument;
+* :mod:`eit.core.store`: results saved to ``data/`` with provenance and checksums;
+* :mod:`eit.core.paths`: the book's root folder.
+"""
+
+# device first: it re-exports seeds.generator, and seeds imports device
+from . import device, paths, seeds, store, validate
+from .device import DTYPE, at_scale, description, randn, scale
+from .seeds import generator, numpy_rng
+from .store import DataError, load_result, save_result, verify
+
+__all__ = ["device", "paths", "seeds", "store", "validate", "DTYPE", "at_scale", "description",
+           "randn", "scale", "generator", "numpy_rng", "DataError", "load_result",
+           "save_result", "verify"]

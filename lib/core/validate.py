@@ -7,6 +7,9 @@ from collections.abc import Sequence
 
 import torch
 
+__all__ = ["positive_int", "positive_float", "in_interval", "widths", "tensor",
+           "available_memory", "memory", "scales", "finite_real", "per_layer"]
+
 
 def positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -50,3 +53,121 @@ def tensor(name: str, value, *, ndim: int | tuple[int, ...]) -> torch.Tensor:
     if not torch.isfinite(value).all():
         raise ValueError(f"{name} contains inf or NaN")
     return value
+
+
+# --- added for the engines (issue 15/17): shared by eit.sample and eit.exact ------------------
+
+class AllocationTooLarge(MemoryError):
+    """A computation would allocate more memory than the machine has available."""
+
+
+def available_memory(where: torch.device | str | None = None) -> int:
+    """Bytes that can be allocated now on ``where`` (default: the compute device).
+
+    On CUDA the free device memory (``torch.cuda.mem_get_info``); on the CPU the kernel's
+    ``MemAvailable`` (``/proc/meminfo``), else the available physical pages.
+
+    Examples
+    --------
+    >>> available_memory("cpu") > 0
+    True
+    """
+    if where is None:
+        from .device import device
+        where = device()
+    where = torch.device(where)
+    if where.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(where)
+        return int(free)
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import os
+    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def memory(name: str, n_bytes: float, *, where: torch.device | str | None = None,
+           fraction: float = 0.5) -> int:
+    """Check that an allocation of ``n_bytes`` fits in ``fraction`` of the available memory.
+
+    ``name`` names the arguments that set the size (it appears in the error). Returns the
+    size in bytes.
+
+    Raises
+    ------
+    AllocationTooLarge
+        If ``n_bytes`` exceeds ``fraction * available_memory(where)``.
+
+    Examples
+    --------
+    >>> memory("n_nets", 8 * 1000)
+    8000
+    """
+    limit = fraction * available_memory(where)
+    if not math.isfinite(n_bytes) or n_bytes > limit:
+        raise AllocationTooLarge(
+            f"{name}: this call needs {n_bytes / 2**30:.3g} GiB at once, more than "
+            f"{fraction:g} of the {limit / fraction / 2**30:.3g} GiB available; use fewer "
+            "networks, inputs or units per call (or a chunked loop over calls)")
+    return int(n_bytes)
+
+
+def scales(name: str, value, *, allow_empty: bool = False) -> list[float]:
+    """A sequence of finite non-negative numbers (residual scales eta_l, variances...).
+
+    Examples
+    --------
+    >>> scales("etas", [0.5, 0, 2])
+    [0.5, 0.0, 2.0]
+    """
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or (
+            len(value) == 0 and not allow_empty):
+        raise ValueError(f"{name} must be a non-empty sequence of numbers, got {value!r}")
+    out = []
+    for i, x in enumerate(value):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) \
+                or x < 0:
+            raise ValueError(f"{name}[{i}] must be a finite number >= 0, got {x!r}")
+        out.append(float(x))
+    return out
+
+
+def finite_real(name: str, value) -> float:
+    """A finite real number (int or float, not bool), returned as float.
+
+    Examples
+    --------
+    >>> finite_real("t", 2)
+    2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
+def per_layer(name: str, value, length: int, *, allow_longer: bool = False) -> list[float]:
+    """One finite positive number per layer: a number is repeated ``length`` times, a sequence
+    must have ``length`` entries (at least ``length`` with ``allow_longer``; the first are used).
+
+    Examples
+    --------
+    >>> per_layer("gains", 0.5, 3)
+    [0.5, 0.5, 0.5]
+    """
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [positive_float(name, value)] * length
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) and not (
+            isinstance(value, torch.Tensor) and value.ndim == 1):
+        raise ValueError(f"{name} must be a positive number or a sequence of them, got {value!r}")
+    values = list(value)
+    if len(values) < length or (len(values) > length and not allow_longer):
+        need = f"at least {length}" if allow_longer else f"{length}"
+        raise ValueError(f"{name} must have {need} entries (one per layer), got {len(values)}")
+    return [positive_float(f"{name}[{i}]", float(x) if isinstance(x, torch.Tensor) else x)
+            for i, x in enumerate(values[:length])]

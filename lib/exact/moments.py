@@ -22,18 +22,19 @@ chapter can feed them symbols and compare with its own SymPy derivation.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 import torch
 
 from ..core import validate as v
-from ..core.device import DTYPE, device, randn
-from ..sample.laws import Initializer, gaussian, named, truncated_normal, uniform
-
-#: A bias sampler: ``bias(n_nets, width, gen) -> (n_nets, width)``.
-BiasSampler = Callable[[int, int, torch.Generator], torch.Tensor]
+from ..core.device import DTYPE, device
+from ..sample.engine import trace as sample_trace
+from ..sample.laws import BiasLaw, Initializer, Law, gaussian_bias, gaussian_variance, he, named
+from ..sample.layers import Dense, Layer, ReLU, Residual, Serial, as_serial, mlp, relu_block, serial
+from .engine import NoExactLaw
+from .engine import trace as exact_trace
 
 #: The standard deviation of N(0, 1) truncated to [-2, 2]; Keras and JAX divide by it.
 KERAS_TRUNCATION_STD = 0.87962566103423978
@@ -60,7 +61,13 @@ def _seq(name: str, value, length: int) -> list:
 @dataclass(frozen=True)
 class Moments:
     """Exact moments per layer j = 0..d: ``mean[j] = E[M_j]``, ``second[j] = E[M_j^2]``,
-    ``fourth_power_sum[j] = E[Q_j] = E||act^(j)||_4^4``."""
+    ``fourth_power_sum[j] = E[Q_j] = E||act^(j)||_4^4``.
+
+    Examples
+    --------
+    >>> Moments([1, 2], [1, 5], [1, 1]).variance
+    [0, 1]
+    """
 
     mean: list
     second: list
@@ -83,6 +90,11 @@ def moment_recursion(widths: Sequence[int], m0, q0, *, kappa=1, mu4_tilde=3, nu2
         kappa: weight variance of layer j is ``2 kappa / n_{j-1}`` (scalar or one per layer).
         mu4_tilde: kurtosis mu_4/mu_2^2 of the weights (3 for Gaussian; scalar or per layer).
         nu2, nu4: second and fourth moments of the biases (scalar or per layer).
+
+    Examples
+    --------
+    >>> moment_recursion([1, 1], 1, 1).second
+    [Fraction(1, 1), Fraction(6, 1)]
     """
     n = v.widths("widths", widths)
     if len(n) < 2:
@@ -110,6 +122,12 @@ def cross_moment(moments: Moments, j: int, k: int, *, kappa=1, nu2=0):
 
     ``kappa`` and ``nu2`` must match those given to :func:`moment_recursion` (per layer or
     scalar); c = sum_{i=j+1}^{k} kappa_{i+1..k} nu2_i / 2.
+
+    Examples
+    --------
+    >>> mom = moment_recursion([2, 2, 2], 1, 1)
+    >>> cross_moment(mom, 1, 2) == mom.second[1]
+    True
     """
     d = len(moments.mean) - 1
     if not (isinstance(j, int) and isinstance(k, int) and 0 <= j <= k <= d):
@@ -126,6 +144,11 @@ def expected_empirical_variance(widths: Sequence[int], m0, q0, *, kappa=1, mu4_t
     """E[Var^[M]] with Var^[M] = (1/d) sum_j M_j^2 - ((1/d) sum_j M_j)^2 over j = 1..d (sec. 3.3).
 
     Exact: every E[M_j M_k] follows from :func:`moment_recursion` and :func:`cross_moment`.
+
+    Examples
+    --------
+    >>> expected_empirical_variance([2, 2], 1, 1)
+    Fraction(0, 1)
     """
     mom = moment_recursion(widths, m0, q0, kappa=kappa, mu4_tilde=mu4_tilde, nu2=nu2, nu4=nu4)
     d = len(widths) - 1
@@ -143,7 +166,13 @@ def expected_empirical_variance(widths: Sequence[int], m0, q0, *, kappa=1, mu4_t
 
 
 def empirical_variance(m: torch.Tensor) -> torch.Tensor:
-    """Var^[M] over layers 1..d of ``m`` with shape (d+1, ...) (row 0, the input, is dropped)."""
+    """Var^[M] over layers 1..d of ``m`` with shape (d+1, ...) (row 0, the input, is dropped).
+
+    Examples
+    --------
+    >>> empirical_variance(torch.tensor([[1.0], [1.0], [3.0]], dtype=torch.float64))
+    tensor([1.], dtype=torch.float64)
+    """
     m = v.tensor("m", m, ndim=tuple(range(2, 6)))
     layers = m[1:]
     return layers.square().mean(0) - layers.mean(0).square()
@@ -151,43 +180,54 @@ def empirical_variance(m: torch.Tensor) -> torch.Tensor:
 
 # --- samplers --------------------------------------------------------------------------------
 
-def gaussian_bias(variance: float) -> BiasSampler:
-    """Biases i.i.d. N(0, variance)."""
-    std = math.sqrt(v.positive_float("variance", variance))
-
-    def bias(n_nets: int, width: int, gen: torch.Generator) -> torch.Tensor:
-        return std * randn(n_nets, width, gen=gen)
-
-    return bias
+def _bias_layers(nu2, depth: int) -> list[BiasLaw | None]:
+    """One Gaussian bias law (or None for nu2 = 0) per layer; nu2 a scalar or a sequence."""
+    values = _seq("nu2", nu2, depth)
+    out = []
+    for i, b in enumerate(values):
+        if isinstance(b, bool) or not isinstance(b, (int, float, Fraction)) \
+                or not math.isfinite(b) or b < 0:
+            raise ValueError(f"nu2[{i}] must be a finite number >= 0, got {b!r}")
+        out.append(gaussian_bias(float(b)) if b > 0 else None)
+    return out
 
 
 def relu_mlp_lengths(x: torch.Tensor, widths: Sequence[int], init: Initializer, *,
                      n_nets: int, gen: torch.Generator,
-                     bias: BiasSampler | None = None) -> torch.Tensor:
+                     bias: BiasLaw | None = None) -> torch.Tensor:
     """M_j = ||act^(j)||^2 / n_j for j = 0..d of ``n_nets`` random nets with biases (eq. 3).
 
-    Unlike :func:`eit.sample.mlp.relu_mlp` (zero biases, log-norms) this keeps raw lengths,
-    which is what a net with biases needs (it is not positively homogeneous); keep depths
-    moderate. ``x``: ``(N, n_0)`` shared inputs. Returns shape ``(d+1, n_nets, N)``.
+    The explicit engine on ``mlp(widths, init, bias=bias)`` (:mod:`eit.sample.layers`),
+    read as ``Trace.mean_square``. Parameters: ``x`` ``(N, n_0)`` shared inputs,
+    ``widths = [n_1, ..., n_d]``, ``bias`` a :func:`gaussian_bias` or None. Returns shape
+    ``(d+1, n_nets, N)``.
+
+    References
+    ----------
+    Hanin & Rolnick (2018), eq. (3) and Definition 1.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> from eit.sample.laws import he
+    >>> relu_mlp_lengths(torch.ones(2, 3, dtype=torch.float64), [4, 4], he(), n_nets=5,
+    ...                  gen=generator(0), bias=gaussian_bias(0.1)).shape
+    torch.Size([3, 5, 2])
     """
     widths = v.widths("widths", widths)
-    n_nets = v.positive_int("n_nets", n_nets)
     if not callable(init):
         raise TypeError(f"init must be callable (an Initializer), got {type(init).__name__}")
-    if bias is not None and not callable(bias):
-        raise TypeError(f"bias must be None or callable, got {type(bias).__name__}")
-    x = v.tensor("x", x, ndim=2).to(device=device(), dtype=DTYPE)
-    h = x.unsqueeze(0).expand(n_nets, -1, -1)
-    out = [h.square().sum(-1) / h.shape[-1]]
-    fan_in = h.shape[-1]
-    for width in widths:
-        a = torch.matmul(h, init(n_nets, width, fan_in, gen).transpose(-2, -1))
-        if bias is not None:
-            a = a + bias(n_nets, width, gen).unsqueeze(1)
-        h = a.clamp_min(0)
-        out.append(h.square().sum(-1) / width)
-        fan_in = width
-    return torch.stack(out)
+    if bias is not None and not isinstance(bias, BiasLaw):
+        raise TypeError(f"bias must be None or a gaussian_bias(variance), got "
+                        f"{type(bias).__name__}")
+    x = v.tensor("x", x, ndim=2)
+    return sample_trace(mlp(widths, init, bias=bias), x, n_nets=n_nets, gen=gen).mean_square
+
+
+def _he_chain(widths: list[int], kappa: float, biases: list) -> Serial:
+    law = gaussian_variance(lambda fan_in, fan_out: 2 * kappa / fan_in)
+    return Serial(tuple(serial(Dense(n, law, b), ReLU())
+                        for n, b in zip(widths, biases, strict=True)))
 
 
 def gaussian_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch.Generator,
@@ -195,19 +235,26 @@ def gaussian_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch.Gene
     """Exact sampler of (M_0, ..., M_d) for Gaussian weights of variance 2 kappa/n_{j-1}, no bias.
 
     Given act^(j-1) the pre-activations are i.i.d. N(0, 2 kappa M_{j-1}), so
-    ``M_j = M_{j-1} * (2 kappa / n_j) * sum_i ReLU(Z_i)^2`` with fresh standard normals Z_i:
-    no weight matrix is materialized. ``widths = [n_1, ..., n_d]``. Returns (d+1, n_nets).
+    ``M_j = M_{j-1} (2 kappa / n_j) chi^2_{K_j}``, K_j ~ Binomial(n_j, 1/2): the norm chain of
+    :func:`eit.exact.engine.trace`, O(1) per layer. ``widths = [n_1, ..., n_d]``. Returns
+    shape (d+1, n_nets).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> gaussian_length_chain([5, 5], n_nets=3, gen=generator(0)).shape
+    torch.Size([3, 3])
     """
     widths = v.widths("widths", widths)
-    n_nets = v.positive_int("n_nets", n_nets)
     kappa, m0 = v.positive_float("kappa", kappa), v.positive_float("m0", m0)
-    m = torch.full((n_nets,), m0, dtype=DTYPE, device=device())
-    out = [m]
-    for width in widths:
-        z = randn(n_nets, width, gen=gen).clamp_min_(0)
-        m = m * (2 * kappa / width) * z.square().sum(-1)
-        out.append(m)
-    return torch.stack(out)
+    return _length_chain(widths, [None] * len(widths), kappa, m0, n_nets, gen)
+
+
+def _length_chain(widths, biases, kappa, m0, n_nets, gen) -> torch.Tensor:
+    # n_0 = 1 and x = sqrt(m0): M_0 = m0 and the first layer's variance is 2 kappa / 1
+    x = torch.full((1, 1), math.sqrt(m0), dtype=DTYPE, device=device())
+    net = _he_chain(widths, kappa, biases)
+    return exact_trace(net, x, n_nets=n_nets, gen=gen, method="norm").mean_square[..., 0]
 
 
 def gaussian_bias_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch.Generator,
@@ -215,32 +262,28 @@ def gaussian_bias_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch
     """Exact sampler of (M_0, ..., M_d) with Gaussian weights *and* Gaussian biases, any width.
 
     Weights of layer j are N(0, 2 kappa / n_{j-1}), biases N(0, nu2_j). Given act^(j-1) the
-    pre-activations are i.i.d. N(0, s^2) with ``s^2 = 2 kappa M_{j-1} + nu2_j``, and
-    ``sum_i ReLU(Z_i)^2`` over n_j standard normals is a chi-square with K ~ Binomial(n_j, 1/2)
-    degrees of freedom (the units that are on), i.e. ``2 Gamma(K/2)``. Hence
-    ``M_j = s^2 * chi2_K / n_j``: two draws per layer and net, whatever the width.
-    ``widths = [n_1, ..., n_d]``; ``nu2`` is a scalar or one value >= 0 per layer.
-    Returns shape (d+1, n_nets).
+    pre-activations are i.i.d. N(0, s^2) with ``s^2 = 2 kappa M_{j-1} + nu2_j``, so
+    ``M_j = s^2 chi^2_{K_j} / n_j`` with K_j ~ Binomial(n_j, 1/2) (the norm chain with
+    biases): two draws per layer and net, whatever the width. ``widths = [n_1, ..., n_d]``;
+    ``nu2`` is a scalar or one value >= 0 per layer. Returns shape (d+1, n_nets).
+
+    References
+    ----------
+    Hanin & Rolnick (2018), eqs. (3) and (10)-(11).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> gaussian_bias_length_chain([5, 5], n_nets=3, gen=generator(0), nu2=0.1).shape
+    torch.Size([3, 3])
     """
     widths = v.widths("widths", widths)
-    n_nets = v.positive_int("n_nets", n_nets)
+    v.positive_int("n_nets", n_nets)
     kappa, m0 = v.positive_float("kappa", kappa), v.positive_float("m0", m0)
-    b2 = _seq("nu2", nu2, len(widths))
-    for i, b in enumerate(b2):
-        if isinstance(b, bool) or not isinstance(b, (int, float, Fraction)) \
-                or not math.isfinite(b) or b < 0:
-            raise ValueError(f"nu2[{i}] must be a finite number >= 0, got {b!r}")
+    biases = _bias_layers(nu2, len(widths))
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
-    m = torch.full((n_nets,), m0, dtype=DTYPE, device=device())
-    out = [m]
-    for width, b in zip(widths, b2, strict=True):
-        count = torch.full((n_nets,), float(width), dtype=DTYPE, device=gen.device)
-        on = torch.binomial(count, torch.full_like(count, 0.5), generator=gen)
-        chi2 = 2 * torch._standard_gamma(on / 2, generator=gen) * (on > 0)
-        m = (2 * kappa * m + float(b)) * chi2.to(device()) / width
-        out.append(m)
-    return torch.stack(out)
+    return _length_chain(widths, biases, kappa, m0, n_nets, gen)
 
 
 def relu_residual_chain(x: torch.Tensor, etas: Sequence[float], *, n_nets: int,
@@ -248,81 +291,136 @@ def relu_residual_chain(x: torch.Tensor, etas: Sequence[float], *, n_nets: int,
     """Exact sampler of a ResNet stream whose modules are one ReLU layer with Gaussian weights.
 
     Module l maps the stream h (width n) to ``ReLU(W_l h)`` with W_l i.i.d. N(0, 2/n) (He
-    normal, zero bias), and ``h_l = h_{l-1} + eta_l ReLU(W_l h_{l-1})``. Given h_{l-1}, W_l h_{l-1}
-    is N(0, (2/n) ||h_{l-1}||^2 I) whatever the direction of h_{l-1}, hence exactly
-    ``h_l = h_{l-1} + eta_l sqrt(2/n) ||h_{l-1}|| ReLU(Z_l)`` with fresh standard normals Z_l:
-    n draws per module and network instead of a weight matrix of n^2.
+    normal, zero bias), and ``h_l = h_{l-1} + eta_l ReLU(W_l h_{l-1})``. Given h_{l-1},
+    W_l h_{l-1} is N(0, (2/n) ||h_{l-1}||^2 I) whatever the direction of h_{l-1}: the exact
+    engine (:func:`eit.exact.engine.trace`) samples it with n draws per module and network
+    instead of a weight matrix of n^2.
 
-    Args:
-        x: the input, shape ``(n,)`` (shared by all networks) or ``(n_nets, n)``; no zero rows.
-        etas: the scales ``[eta_1, ..., eta_L]`` (non-negative).
-        n_nets: number of independent networks.
-        gen: random generator (see :func:`eit.core.device.generator`).
-    Returns:
+    Parameters
+    ----------
+    x : torch.Tensor
+        The input, shape ``(n,)`` (shared by all networks) or ``(n_nets, n)``; no zero rows.
+    etas : sequence of float
+        The scales ``[eta_1, ..., eta_L]`` (finite, non-negative).
+    n_nets : int
+        The number of independent networks.
+    gen : torch.Generator
+        The random generator.
+
+    Returns
+    -------
+    tuple of torch.Tensor
         ``(log_len, unit_sum)``, both of shape ``(L+1, n_nets)``: ``log ||h_l||`` and the
-        coordinate sum of the unit stream ``h_l / ||h_l||``, for l = 0..L (as
-        :func:`eit.sample.resnets.residual_log_lengths` with ``observe=lambda h: h.sum(-1)``).
+        coordinate sum of the unit stream ``h_l / ||h_l||``, for l = 0..L.
+
+    References
+    ----------
+    Hanin & Rolnick (2018), section 3.2, eq. (1).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> log_len, s = relu_residual_chain(torch.ones(4, dtype=torch.float64), [0.5] * 3,
+    ...                                  n_nets=2, gen=generator(0))
+    >>> tuple(log_len.shape)
+    (4, 2)
     """
     x = v.tensor("x", x, ndim=(1, 2))
     n_nets = v.positive_int("n_nets", n_nets)
-    if isinstance(etas, (str, bytes)) or not isinstance(etas, Sequence) or len(etas) == 0:
-        raise ValueError(f"etas must be a non-empty sequence of numbers, got {etas!r}")
-    for i, eta in enumerate(etas):
-        if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not eta >= 0 \
-                or not math.isfinite(eta):
-            raise ValueError(f"etas[{i}] must be a finite non-negative number, got {eta!r}")
+    etas = v.scales("etas", etas)
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
     if x.ndim == 2 and x.shape[0] != n_nets:
         raise ValueError(f"x must have shape (n,) or (n_nets={n_nets}, n), got {tuple(x.shape)}")
-    h = x.to(device=device(), dtype=DTYPE).expand(n_nets, -1)
-    width = h.shape[-1]
-    r = h.norm(dim=-1)
-    if not bool((r > 0).all()):
+    if not bool((x.norm(dim=-1) > 0).all()):
         raise ValueError("x must have no zero rows")
-    h = h / r.unsqueeze(-1)
-    log_len = torch.log(r)
-    logs, sums = [log_len], [h.sum(-1)]
-    scale = math.sqrt(2.0 / width)
-    for eta in etas:                       # h is the unit stream: ||h|| = 1 before each module
-        h = h + (eta * scale) * randn(n_nets, width, gen=gen).clamp_min_(0)
-        r = h.norm(dim=-1)
-        h = h / r.unsqueeze(-1)
-        log_len = log_len + torch.log(r)
-        logs.append(log_len)
-        sums.append(h.sum(-1))
-    return torch.stack(logs), torch.stack(sums)
+    xs = x.reshape(1, -1) if x.ndim == 1 else x.unsqueeze(1)
+    net = Serial(tuple(Residual(relu_block(he()), eta) for eta in etas))
+    t = exact_trace(net, xs, n_nets=n_nets, gen=gen, method="conditional",
+                    observe={"unit_sum": lambda h, log_r: h.sum(-1)})
+    return t.log_h[..., 0], t.observed["unit_sum"][..., 0]
 
 
-def named_initializers() -> dict[str, Initializer]:
+def named_initializers() -> dict[str, Law]:
     """The initializations of Figure 1, as used with ReLU nets (fan-in = input width).
 
-    ``he_truncated_pytorch``: N(0, 2/fan_in) truncated at two standard deviations without
-    rescaling (``trunc_normal_(std=s, a=-2s, b=2s)``, and Keras in 2018 per the paper);
-    ``he_truncated_keras``: the same with the stddev divided by :data:`KERAS_TRUNCATION_STD`
-    first (current Keras/JAX ``VarianceScaling(distribution='truncated_normal')``).
+    ``He normal truncated (PyTorch)``: N(0, 2/fan_in) truncated at two standard deviations
+    without rescaling (``trunc_normal_(std=s, a=-2s, b=2s)``, and Keras in 2018 per the
+    paper); ``(Keras, rescaled)``: the same with the stddev divided by
+    :data:`KERAS_TRUNCATION_STD` first (current Keras/JAX
+    ``VarianceScaling(distribution='truncated_normal')``). Every value is a
+    :class:`eit.sample.laws.Law` (so :func:`moments_of` can read its variance and kurtosis).
+
+    References
+    ----------
+    Hanin & Rolnick (2018), Figure 1.
+
+    Examples
+    --------
+    >>> laws = named_initializers()
+    >>> round(laws["He normal truncated (Keras, rescaled)"].variance(50, 50), 6)
+    0.04
     """
-    def keras_truncated(n_nets: int, fan_out: int, fan_in: int, gen: torch.Generator):
-        std = math.sqrt(2.0 / fan_in) / KERAS_TRUNCATION_STD
-        return truncated_normal(n_nets, fan_out, fan_in, std, gen=gen)
-
-    def twice_he(n_nets: int, fan_out: int, fan_in: int, gen: torch.Generator):
-        return gaussian(n_nets, fan_out, fan_in, 4.0 / fan_in, gen=gen)
-
-    def he_uniform(n_nets: int, fan_out: int, fan_in: int, gen: torch.Generator):
-        return uniform(n_nets, fan_out, fan_in, 2.0 / fan_in, gen=gen)
-
+    keras = 1.0 / KERAS_TRUNCATION_STD**2
     return {
         "He normal": named("he"),
-        "He uniform": he_uniform,
+        "He uniform": Law("uniform", lambda fan_in, fan_out: 2.0 / fan_in, "he_uniform"),
         "He normal truncated (PyTorch trunc_normal_)": named("he", distribution="truncated_normal"),
-        "He normal truncated (Keras, rescaled)": keras_truncated,
+        "He normal truncated (Keras, rescaled)": Law(
+            "truncated_normal", lambda fan_in, fan_out: 2.0 * keras / fan_in, "he_keras_truncated"),
         "LeCun normal": named("lecun"),
         "LeCun uniform": named("lecun", distribution="uniform"),
         "Glorot normal": named("glorot"),
         "Glorot uniform": named("glorot", distribution="uniform"),
-        "2x He normal": twice_he,
+        "2x He normal": gaussian_variance(lambda fan_in, fan_out: 4.0 / fan_in),
     }
+
+
+def moments_of(net: Layer, n0: int, m0, q0) -> Moments:
+    """The exact moments of :func:`moment_recursion` read off a layer description.
+
+    ``net`` must be a chain of ``Dense(width, law, bias) -> ReLU`` elements with i.i.d.
+    symmetric weight laws (:class:`eit.sample.laws.Law`: normal, uniform, truncated normal)
+    and Gaussian or zero biases; kappa_j = Var(W) n_{j-1} / 2, mu4_tilde_j the law's kurtosis,
+    nu2_j and nu4_j = 3 nu2_j^2 the bias moments. ``n0`` is the input width.
+
+    Raises
+    ------
+    eit.exact.engine.NoExactLaw
+        If an element is not of that form.
+
+    References
+    ----------
+    Hanin & Rolnick (2018), appendix A, eqs. (10)-(12).
+
+    Examples
+    --------
+    >>> from eit.sample.layers import mlp
+    >>> [float(m) for m in moments_of(mlp([10, 10]), 10, 1, 1).mean]
+    [1.0, 1.0, 1.0]
+    """
+    net = as_serial(net)
+    n0 = v.positive_int("n0", n0)
+    widths, kappa, kurt, nu2, nu4 = [n0], [], [], [], []
+    for element in net.layers:
+        leaves = element.leaves()
+        if not (len(leaves) == 2 and isinstance(leaves[0], Dense) and isinstance(leaves[1], ReLU)):
+            raise NoExactLaw(f"moments need Dense -> ReLU elements, got {element!r}")
+        dense = leaves[0]
+        law = dense.law
+        if not (isinstance(law, Law) and law.distribution in ("normal", "uniform",
+                                                              "truncated_normal")):
+            raise NoExactLaw(f"Dense(width={dense.width}) with law {law!r}: moments need an "
+                             "i.i.d. symmetric weight law")
+        n_in = widths[-1]
+        n_out = n_in if dense.width is None else dense.width
+        kappa.append(law.variance(n_in, n_out) * n_in / 2)
+        kurt.append(law.kurtosis)
+        b2 = 0.0 if dense.bias is None else dense.bias.variance
+        nu2.append(b2)
+        nu4.append(3 * b2 * b2)
+        widths.append(n_out)
+    return moment_recursion(widths, m0, q0, kappa=kappa, mu4_tilde=kurt, nu2=nu2, nu4=nu4)
 
 
 def expect_independent(expr, moments: dict):
@@ -331,6 +429,13 @@ def expect_independent(expr, moments: dict):
     ``moments`` maps each random SymPy symbol to a function ``k -> E[X^k]`` (for symmetric
     laws return 0 at odd k). Other symbols (e.g. fixed activations) are treated as constants.
     This is the index bookkeeping of appendix A done by the computer.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> z = sp.Symbol('z')
+    >>> expect_independent(z**2 + 3, {z: lambda k: 1 if k == 2 else 0})
+    4
     """
     import sympy as sp
 
@@ -349,3 +454,9 @@ def expect_independent(expr, moments: dict):
                 term *= moments[var](k)
         total += term
     return sp.expand(total)
+
+
+__all__ = ["KERAS_TRUNCATION_STD", "Moments", "cross_moment", "empirical_variance",
+           "expect_independent", "expected_empirical_variance", "gaussian_bias",
+           "gaussian_bias_length_chain", "gaussian_length_chain", "moment_recursion", "moments_of",
+           "named_initializers", "relu_mlp_lengths", "relu_residual_chain"]

@@ -13,17 +13,35 @@ HALF = sp.Rational(1, 2)
 
 
 def std_normal_pdf(var: sp.Symbol = x) -> sp.Expr:
-    """Density of N(0, 1)."""
+    """Density of N(0, 1).
+
+    Examples
+    --------
+    >>> std_normal_pdf().subs(x, 0)
+    sqrt(2)/(2*sqrt(pi))
+    """
     return sp.exp(-var**2 / 2) / sp.sqrt(2 * sp.pi)
 
 
 def gaussian_expectation(f: sp.Expr, var: sp.Symbol = x, lower=-sp.oo) -> sp.Expr:
-    """E[f(Z) 1{Z > lower}] for Z ~ N(0, 1), by integration against the density."""
+    """E[f(Z) 1{Z > lower}] for Z ~ N(0, 1), by integration against the density.
+
+    Examples
+    --------
+    >>> gaussian_expectation(x**2)
+    1
+    """
     return sp.simplify(sp.integrate(f * std_normal_pdf(var), (var, lower, sp.oo), conds="none"))
 
 
 def relu_moment(k: int) -> sp.Expr:
-    """E[ReLU(Z)^k] for Z ~ N(0, 1): the moments of the rectified Gaussian (k >= 1)."""
+    """E[ReLU(Z)^k] for Z ~ N(0, 1): the moments of the rectified Gaussian (k >= 1).
+
+    Examples
+    --------
+    >>> relu_moment(2)
+    1/2
+    """
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an int >= 1, got {k!r}")
     return gaussian_expectation(x**k, lower=0)
@@ -34,6 +52,11 @@ def half_gaussian_square_mgf(lam: sp.Symbol) -> sp.Expr:
 
     The integral converges only for 1 - 2 lam > 0, so it is computed with a positive symbol
     s = 1 - 2 lam and then written back in terms of ``lam``.
+
+    Examples
+    --------
+    >>> half_gaussian_square_mgf(sp.Integer(0))
+    1/2
     """
     s = sp.Symbol("s", positive=True)
     integral = sp.integrate(sp.exp(-s * x**2 / 2) * std_normal_pdf() / sp.exp(-x**2 / 2),
@@ -42,12 +65,24 @@ def half_gaussian_square_mgf(lam: sp.Symbol) -> sp.Expr:
 
 
 def relu_square_mgf(lam: sp.Symbol) -> sp.Expr:
-    """E[exp(lam ReLU(Z)^2)], Z ~ N(0, 1): the atom at 0 (mass 1/2) plus the half-Gaussian."""
+    """E[exp(lam ReLU(Z)^2)], Z ~ N(0, 1): the atom at 0 (mass 1/2) plus the half-Gaussian.
+
+    Examples
+    --------
+    >>> relu_square_mgf(sp.Integer(0))
+    1
+    """
     return sp.Rational(1, 2) + half_gaussian_square_mgf(lam)
 
 
 def masked_square_mgf(lam: sp.Symbol, p: sp.Expr = HALF) -> sp.Expr:
-    """E[exp(lam (zA)^2)], A ~ N(0, 1), z ~ Bernoulli(p) independent (Lemma 4's coordinate)."""
+    """E[exp(lam (zA)^2)], A ~ N(0, 1), z ~ Bernoulli(p) independent (Lemma 4's coordinate).
+
+    Examples
+    --------
+    >>> masked_square_mgf(sp.Integer(0))
+    1
+    """
     full = 2 * half_gaussian_square_mgf(lam)  # E[exp(lam A^2)] over the whole line
     return sp.simplify((1 - p) * 1 + p * full)
 
@@ -56,10 +91,28 @@ def chernoff_exponent(mgf: sp.Expr, lam: sp.Symbol, threshold: sp.Expr) -> sp.Ex
     """Per-coordinate Chernoff exponent lam*threshold - log E[exp(lam X)].
 
     P(sum_i X_i >= m*threshold) <= exp(-m * exponent) for every admissible lam > 0.
+
+    Examples
+    --------
+    >>> lam = sp.Symbol('lam', real=True)
+    >>> chernoff_exponent(sp.exp(lam), lam, 1)
+    0
     """
     return lam * threshold - sp.log(mgf)
 
 
 def stationary_points(exponent: sp.Expr, lam: sp.Symbol) -> list[sp.Expr]:
-    """Solutions in lam of d exponent / d lam = 0."""
+    """Solutions in lam of d exponent / d lam = 0.
+
+    Examples
+    --------
+    >>> lam = sp.Symbol('lam')
+    >>> stationary_points(lam**2 - 2 * lam, lam)
+    [1]
+    """
     return sp.solve(sp.diff(exponent, lam), lam)
+
+
+__all__ = ["HALF", "chernoff_exponent", "gaussian_expectation", "half_gaussian_square_mgf",
+           "masked_square_mgf", "relu_moment", "relu_square_mgf", "stationary_points",
+           "std_normal_pdf", "x"]

@@ -58,7 +58,13 @@ def _pairings(points: tuple[int, ...]) -> tuple[PairPartition, ...]:
 
 
 def pair_partitions(k: int) -> list[PairPartition]:
-    """All (2k-1)!! pair partitions of {0, ..., 2k-1}, each a sorted tuple of sorted pairs."""
+    """All (2k-1)!! pair partitions of {0, ..., 2k-1}, each a sorted tuple of sorted pairs.
+
+    Examples
+    --------
+    >>> len(pair_partitions(3))
+    15
+    """
     return list(_pairings(tuple(range(2 * _k(k)))))
 
 
@@ -74,7 +80,13 @@ def _pairing(name: str, p) -> PairPartition:
 
 
 def loop_lengths(p: PairPartition, q: PairPartition) -> tuple[int, ...]:
-    """Numbers of points in each loop of the graph p ∪ q (each even), largest first."""
+    """Numbers of points in each loop of the graph p ∪ q (each even), largest first.
+
+    Examples
+    --------
+    >>> loop_lengths(((0, 1), (2, 3)), ((0, 2), (1, 3)))
+    (4,)
+    """
     p, q = _pairing("p", p), _pairing("q", q)
     if len(p) != len(q):
         raise ValueError(f"p and q must partition the same set, got sizes {2 * len(p)} and "
@@ -99,12 +111,24 @@ def loop_lengths(p: PairPartition, q: PairPartition) -> tuple[int, ...]:
 
 
 def loops(p: PairPartition, q: PairPartition) -> int:
-    """Number of loops of p ∪ q: the exponent of d in the Gram matrix entry G[p, q]."""
+    """Number of loops of p ∪ q: the exponent of d in the Gram matrix entry G[p, q].
+
+    Examples
+    --------
+    >>> loops(((0, 1), (2, 3)), ((0, 1), (2, 3)))
+    2
+    """
     return len(loop_lengths(p, q))
 
 
 def coset_type(p: PairPartition, q: PairPartition) -> tuple[int, ...]:
-    """Coset type of (p, q): the partition of k formed by the half-lengths of the loops."""
+    """Coset type of (p, q): the partition of k formed by the half-lengths of the loops.
+
+    Examples
+    --------
+    >>> coset_type(((0, 1), (2, 3)), ((0, 2), (1, 3)))
+    (2,)
+    """
     return tuple(n // 2 for n in loop_lengths(p, q))
 
 
@@ -124,7 +148,13 @@ def _check_invertible(k: int, d: sp.Expr) -> None:
 
 
 def gram_matrix(k: int, d=D) -> sp.Matrix:
-    """The Gram matrix G[p, q] = d^{loops(p, q)} over :func:`pair_partitions` (k)."""
+    """The Gram matrix G[p, q] = d^{loops(p, q)} over :func:`pair_partitions` (k).
+
+    Examples
+    --------
+    >>> gram_matrix(1)
+    Matrix([[d]])
+    """
     k, d = _k(k), _dimension(d)
     ps = pair_partitions(k)
     return sp.Matrix(len(ps), len(ps), lambda a, b: d ** loops(ps[a], ps[b]))
@@ -152,7 +182,13 @@ def _wg_by_type(k: int) -> dict[tuple[int, ...], sp.Expr]:
 
 
 def weingarten_coset(mu: Sequence[int], d=D) -> sp.Expr:
-    """Wg^O(mu; d) for a coset type ``mu`` (a partition of k), e.g. (1, 1) or (2,)."""
+    """Wg^O(mu; d) for a coset type ``mu`` (a partition of k), e.g. (1, 1) or (2,).
+
+    Examples
+    --------
+    >>> weingarten_coset((1,), 3)
+    1/3
+    """
     if (not isinstance(mu, Sequence) or isinstance(mu, str) or not mu
             or not all(isinstance(m, int) and not isinstance(m, bool) and m > 0 for m in mu)):
         raise ValueError(f"mu must be a non-empty partition (positive ints), got {mu!r}")
@@ -164,12 +200,24 @@ def weingarten_coset(mu: Sequence[int], d=D) -> sp.Expr:
 
 
 def weingarten_o(sigma: PairPartition, tau: PairPartition, d=D) -> sp.Expr:
-    """The orthogonal Weingarten function Wg(sigma, tau; d) = (G^{-1})[sigma, tau]."""
+    """The orthogonal Weingarten function Wg(sigma, tau; d) = (G^{-1})[sigma, tau].
+
+    Examples
+    --------
+    >>> weingarten_o(((0, 1),), ((0, 1),), 4)
+    1/4
+    """
     return weingarten_coset(coset_type(sigma, tau), d)
 
 
 def weingarten_matrix(k: int, d=D) -> sp.Matrix:
-    """The full matrix Wg = G^{-1} over :func:`pair_partitions` (k)."""
+    """The full matrix Wg = G^{-1} over :func:`pair_partitions` (k).
+
+    Examples
+    --------
+    >>> weingarten_matrix(1, 2)
+    Matrix([[1/2]])
+    """
     k, d = _k(k), _dimension(d)
     _check_invertible(k, d)
     ps = pair_partitions(k)
@@ -178,7 +226,13 @@ def weingarten_matrix(k: int, d=D) -> sp.Matrix:
 
 
 def delta(p: PairPartition, indices: Sequence) -> int:
-    """Delta_p(indices): 1 if ``indices`` agree on every pair of ``p``, else 0."""
+    """Delta_p(indices): 1 if ``indices`` agree on every pair of ``p``, else 0.
+
+    Examples
+    --------
+    >>> delta(((0, 1), (2, 3)), [5, 5, 7, 7])
+    1
+    """
     p = _pairing("p", p)
     if len(indices) != 2 * len(p):
         raise ValueError(f"indices must have length {2 * len(p)}, got {len(indices)}")
@@ -190,6 +244,11 @@ def haar_moment(indices_i: Sequence, indices_j: Sequence, d=D) -> sp.Expr:
 
     Indices are labels: equal labels mean equal indices, distinct labels distinct ones (for
     symbolic d any hashable labels; for an integer d, ints in [0, d)). Odd degree gives 0.
+
+    Examples
+    --------
+    >>> haar_moment([0, 0], [0, 0], 3)
+    1/3
     """
     for name, seq in (("indices_i", indices_i), ("indices_j", indices_j)):
         if not isinstance(seq, Sequence) or isinstance(seq, str) or len(seq) == 0:
@@ -216,7 +275,13 @@ def haar_moment(indices_i: Sequence, indices_j: Sequence, d=D) -> sp.Expr:
 
 def monomial_samples(w: torch.Tensor, indices_i: Sequence[int],
                      indices_j: Sequence[int]) -> torch.Tensor:
-    """prod_s W_{i_s j_s} for each matrix of a stack ``w`` (n, d, d): Monte Carlo samples."""
+    """prod_s W_{i_s j_s} for each matrix of a stack ``w`` (n, d, d): Monte Carlo samples.
+
+    Examples
+    --------
+    >>> monomial_samples(torch.eye(2, dtype=torch.float64).unsqueeze(0), [0, 1], [0, 1])
+    tensor([1.], dtype=torch.float64)
+    """
     w = v.tensor("w", w, ndim=3)
     if len(indices_i) != len(indices_j) or len(indices_i) == 0:
         raise ValueError("indices_i and indices_j must be non-empty and of equal lengths")
@@ -235,12 +300,25 @@ def haar_monomial_samples(monomials: Sequence[tuple[Sequence[int], Sequence[int]
     ``monomials`` is a list of (indices_i, indices_j); returns (len(monomials), n_samples):
     column s holds the monomials of the s-th matrix (drawn with
     :func:`eit.sample.laws.haar_orthogonal`, ``chunk`` matrices at a time to bound memory).
+
+    Raises
+    ------
+    eit.core.validate.AllocationTooLarge
+        If the result or one chunk does not fit in memory.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> haar_monomial_samples([([0, 0], [0, 0])], 3, 5, gen=generator(0)).shape
+    torch.Size([1, 5])
     """
     d = v.positive_int("d", d)
     n_samples = v.positive_int("n_samples", n_samples)
     chunk = v.positive_int("chunk", chunk)
-    if not monomials:
+    if not isinstance(monomials, Sequence) or isinstance(monomials, str) or not monomials:
         raise ValueError("monomials must be a non-empty list of (indices_i, indices_j)")
+    v.memory("n_samples", 8.0 * n_samples * len(monomials))      # the result
+    v.memory("chunk", 8.0 * 3 * min(chunk, n_samples) * d * d)      # one chunk of matrices
     from ..sample.laws import haar_orthogonal
 
     parts = []

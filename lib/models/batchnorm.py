@@ -8,8 +8,14 @@ The isometry gap (eq. 5) is computed from the Gram matrix of the samples ``X^T X
     phi(X) = log( tr(X^T X) / n ) - (1/n) log det(X^T X)  >= 0,
 
 (the paper takes n = d), the log of the ratio of the arithmetic to the geometric mean of the
-eigenvalues; it is +inf when the samples are linearly dependent. All functions act on batches
-of such matrices (leading dimensions are kept) and never loop over networks in Python.
+eigenvalues; it is +inf when the samples are linearly dependent.
+
+The networks are layer descriptions (:func:`bn_net`, :func:`shaped_net`: ``Dense -> [act] ->
+BatchNorm`` elements of :mod:`eit.sample.layers`) run by the explicit engine
+(:mod:`eit.sample.engine`), whose state of a network is ``X^T`` (samples x features). The
+functions here keep the paper's matrices ``(d, n)`` at their interface and return arrays
+``(n_nets, depth...)`` per network, as the chapters use them; the engine's own traces are
+``(layer, net, ...)``.
 """
 
 from __future__ import annotations
@@ -21,8 +27,18 @@ from typing import Literal
 import torch
 
 from ..core import validate as v
-from ..core.device import DTYPE, device, rand, randn
-from ..sample.laws import gaussian, haar_orthogonal
+from ..core.device import DTYPE, device
+from ..sample.engine import Pass, forward, trace
+from ..sample.engine import isometry_gap as engine_isometry_gap
+from ..sample.laws import (
+    gaussian_fixed,
+    haar_orthogonal,
+    orthogonal,
+    standard_normal,
+    standard_uniform,
+)
+from ..sample.layers import Activation as ActivationLayer
+from ..sample.layers import BatchNorm, Dense, Scale, Serial, serial
 
 Weights = Literal["orthogonal", "gaussian"]
 Activation = Callable[[torch.Tensor], torch.Tensor]
@@ -38,7 +54,13 @@ def _matrices(name: str, x) -> torch.Tensor:
 
 
 def bn(x: torch.Tensor) -> torch.Tensor:
-    """BN of eq. (4): each row of each (d, n) matrix divided by its Euclidean norm."""
+    """BN of eq. (4): each row of each (d, n) matrix divided by its Euclidean norm.
+
+    Examples
+    --------
+    >>> bn(torch.tensor([[3.0, 4.0]], dtype=torch.float64))
+    tensor([[0.6000, 0.8000]], dtype=torch.float64)
+    """
     x = _matrices("x", x)
     norms = x.norm(dim=-1, keepdim=True)
     if (norms == 0).any():
@@ -48,63 +70,122 @@ def bn(x: torch.Tensor) -> torch.Tensor:
 
 def bn_centered(x: torch.Tensor) -> torch.Tensor:
     """Standard BN without affine parameters: each row centred over the batch, then scaled to
-    unit norm (the variant of the paper's Figure H6)."""
+    unit norm (the variant of the paper's Figure H6).
+
+    Examples
+    --------
+    >>> bn_centered(torch.tensor([[1.0, 3.0]], dtype=torch.float64))
+    tensor([[-0.7071,  0.7071]], dtype=torch.float64)
+    """
     x = _matrices("x", x)
     return bn(x - x.mean(dim=-1, keepdim=True))
 
 
 def gram_eigenvalues(x: torch.Tensor) -> torch.Tensor:
-    """Eigenvalues of X X^T (ascending), shape (..., d): the lambda_k of Theorem 3."""
+    """Eigenvalues of X X^T (ascending), shape (..., d): the lambda_k of Theorem 3.
+
+    Examples
+    --------
+    >>> gram_eigenvalues(2 * torch.eye(2, dtype=torch.float64))
+    tensor([4., 4.], dtype=torch.float64)
+    """
     x = _matrices("x", x)
     return torch.linalg.eigvalsh(x @ x.transpose(-2, -1))
 
 
 def isometry_gap(x: torch.Tensor) -> torch.Tensor:
     """phi(X) of eq. (5) for each (d, n) matrix; +inf where the n columns are linearly
-    dependent (numerical rank of X below n, with torch's default tolerance)."""
+    dependent (numerical rank of X below n, with torch's default tolerance).
+
+    Examples
+    --------
+    >>> isometry_gap(torch.diag(torch.tensor([1.0, 2.0], dtype=torch.float64)))
+    tensor(0.2231, dtype=torch.float64)
+    """
     x = _matrices("x", x)
-    n = x.shape[-1]
-    lam = torch.linalg.eigvalsh(x.transpose(-2, -1) @ x)
-    degenerate = torch.linalg.matrix_rank(x) < n
-    safe = lam.clamp_min(torch.finfo(lam.dtype).tiny)
-    gap = torch.log(safe.mean(dim=-1)) - torch.log(safe).mean(dim=-1)
-    gap = gap.clamp_min(0.0)  # AM >= GM; removes rounding below zero
-    return torch.where(degenerate, torch.full_like(gap, math.inf), gap)
+    flat = x.reshape(-1, *x.shape[-2:]).transpose(-2, -1)     # (batch, n samples, d)
+    return engine_isometry_gap(flat).reshape(x.shape[:-2])
 
 
 def isometry(x: torch.Tensor) -> torch.Tensor:
-    """I(X) = exp(-phi(X)) in [0, 1]: the ratio of geometric to arithmetic mean eigenvalue."""
+    """I(X) = exp(-phi(X)) in [0, 1]: the ratio of geometric to arithmetic mean eigenvalue.
+
+    Examples
+    --------
+    >>> isometry(torch.eye(3, dtype=torch.float64))
+    tensor(1., dtype=torch.float64)
+    """
     return torch.exp(-isometry_gap(x))
 
 
 def row_norm_factor(x: torch.Tensor) -> torch.Tensor:
     """1 + variance/mean^2 of the row norms ||X_j.|| (Lemma B.1, eq. 12; population variance),
-    which equals d sum_j ||X_j.||^2 / (sum_j ||X_j.||)^2."""
+    which equals d sum_j ||X_j.||^2 / (sum_j ||X_j.||)^2.
+
+    Examples
+    --------
+    >>> row_norm_factor(torch.eye(2, dtype=torch.float64))
+    tensor(1., dtype=torch.float64)
+    """
     x = _matrices("x", x)
     r = x.norm(dim=-1)
     return (r.square().mean(dim=-1)) / r.mean(dim=-1).square()
 
 
-def _weights(kind: str, n_nets: int, d: int, gen: torch.Generator) -> torch.Tensor:
-    if kind == "orthogonal":
-        return haar_orthogonal(n_nets, d, d, gen=gen)
-    if kind == "gaussian":
-        return gaussian(n_nets, d, d, 1.0 / d, gen=gen)
-    raise ValueError(f"weights must be 'orthogonal' or 'gaussian', got {kind!r}")
+def _law(weights: str, d: int):
+    if weights == "orthogonal":
+        return orthogonal()
+    if weights == "gaussian":
+        return gaussian_fixed(1.0 / d)
+    raise ValueError(f"weights must be 'orthogonal' or 'gaussian', got {weights!r}")
 
 
-def _weight_stream(kind: str, n_nets: int, d: int, depth: int, gen: torch.Generator,
-                   chunk: int = 64):
-    """Yield ``depth`` weight stacks (n_nets, d, d), drawn ``chunk`` layers per call."""
-    done = 0
-    while done < depth:
-        m = min(chunk, depth - done)
-        block = _weights(kind, n_nets * m, d, gen).view(m, n_nets, d, d)
-        yield from (w.contiguous() for w in block.unbind(0))
-        done += m
+def _activation(activation) -> ActivationLayer | None:
+    if activation is None:
+        return None
+    if not callable(activation):
+        raise TypeError("activation must be callable")
+    return ActivationLayer(activation, getattr(activation, "__name__", "activation"))
+
+
+def bn_net(d: int, depth: int, *, weights: Weights = "orthogonal",
+           activation: Activation | None = None, centered: bool = False) -> Serial:
+    """``X_{l+1} = BN(act(W_l X_l))`` (eq. 3) as a layer description, ``depth`` elements.
+
+    Examples
+    --------
+    >>> bn_net(4, 3).depth
+    3
+    """
+    d, depth = v.positive_int("d", d), v.positive_int("depth", depth)
+    if not isinstance(centered, bool):
+        raise TypeError(f"centered must be a bool, got {type(centered).__name__}")
+    act = _activation(activation)
+    parts = [Dense(d, _law(weights, d))] + ([act] if act is not None else [])
+    element = serial(*parts, BatchNorm(centered=centered))
+    return Serial((element,) * depth)
+
+
+def shaped_net(d: int, gains: Sequence[float], activation: Activation, *,
+               weights: Weights = "orthogonal") -> Serial:
+    """The shaped network of eq. (11), ``X_{l+1} = act(alpha_l BN_std(W_l X_l))``, one element
+    per gain (standard BN: centred, unit variance per feature).
+
+    Examples
+    --------
+    >>> shaped_net(4, [1.0, 0.5], torch.tanh).depth
+    2
+    """
+    d = v.positive_int("d", d)
+    act = _activation(activation)
+    if act is None:
+        raise TypeError("activation must be callable")
+    return Serial(tuple(serial(Dense(d, _law(weights, d)), BatchNorm(centered=True, standard=True),
+                               Scale(g), act) for g in gains))
 
 
 def _inputs(x0, n_nets: int) -> torch.Tensor:
+    """The batch ``(n_nets, d, n)`` of the paper, validated."""
     x0 = _matrices("x0", x0)
     if x0.ndim == 2:
         x0 = x0.expand(n_nets, *x0.shape)
@@ -114,83 +195,65 @@ def _inputs(x0, n_nets: int) -> torch.Tensor:
     return x0.to(device=device(), dtype=DTYPE)
 
 
-def _layer(x: torch.Tensor, w: torch.Tensor, activation: Activation | None,
-           centered: bool) -> torch.Tensor:
-    h = w @ x
-    if activation is not None:
-        h = activation(h)
-    if centered:
-        h = h - h.mean(dim=-1, keepdim=True)
-    return h / h.norm(dim=-1, keepdim=True)  # inputs validated by the callers
-
-
-def _linear_layer_vjp(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, g: torch.Tensor,
-                      centered: bool, wrt_weights: bool) -> torch.Tensor:
-    """Vector-Jacobian product of y = BN(W x) (rows normalized; optionally centred first):
-    returns dL/dW if ``wrt_weights`` else dL/dx, given g = dL/dy."""
-    h = w @ x
-    if centered:
-        h = h - h.mean(dim=-1, keepdim=True)
-    r = h.norm(dim=-1, keepdim=True)
-    gh = (g - y * (g * y).sum(dim=-1, keepdim=True)) / r
-    if centered:
-        gh = gh - gh.mean(dim=-1, keepdim=True)
-    return gh @ x.transpose(-2, -1) if wrt_weights else w.transpose(-2, -1) @ gh
+def _readout(n_nets: int, d: int, n: int, gen: torch.Generator) -> torch.Tensor:
+    """R with ||R||_F = 1 per network, in the engine's layout (n_nets, n, d)."""
+    r = standard_normal(n_nets, d, n, gen=gen)
+    r = r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
+    return r.transpose(-2, -1)
 
 
 def isometry_gaps_in_depth(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch.Generator,
                            weights: Weights = "orthogonal", activation: Activation | None = None,
                            centered: bool = False) -> torch.Tensor:
-    """phi(X_l) for l = 0..depth along X_{l+1} = BN(act(W_l X_l)) (eq. 3), for ``n_nets``
-    independent networks at once. ``x0`` is one input (d, n) or one per network.
+    """phi(X_l) for l = 0..depth along X_{l+1} = BN(act(W_l X_l)) (eq. 3), ``n_nets`` networks.
 
-    Returns a tensor (n_nets, depth + 1). With ``centered=True`` BN also subtracts the mean.
+    The explicit engine on :func:`bn_net`, recording the batch norm layers' ``isometry_gap``.
+
+    Parameters
+    ----------
+    x0 : torch.Tensor
+        One input batch ``(d, n)`` or one per network ``(n_nets, d, n)``.
+    depth : int
+        The number of layers.
+    n_nets : int
+        The number of networks.
+    gen : torch.Generator
+        The random generator.
+    weights : str
+        ``'orthogonal'`` (Haar) or ``'gaussian'`` (N(0, 1/d)).
+    activation : callable or None
+        An elementwise activation before BN.
+    centered : bool
+        BN also subtracts each feature's batch mean.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n_nets, depth + 1)``.
+
+    References
+    ----------
+    Meterez et al. (2024), eqs. (3)-(5) and Theorem 3.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> gaps = isometry_gaps_in_depth(torch.randn(4, 4, dtype=torch.float64), 5, n_nets=2,
+    ...                               gen=generator(0))
+    >>> tuple(gaps.shape), bool((gaps[:, 1:] <= gaps[:, :-1] + 1e-12).all())
+    ((2, 6), True)
     """
     depth = v.positive_int("depth", depth)
     n_nets = v.positive_int("n_nets", n_nets)
     x = _inputs(x0, n_nets)
-    d = x.shape[1]
-    gaps = [isometry_gap(x)]
-    for w in _weight_stream(weights, n_nets, d, depth, gen):
-        x = _layer(x, w, activation, centered)
-        gaps.append(isometry_gap(x))
-    return torch.stack(gaps, dim=1)
+    net = bn_net(x.shape[1], depth, weights=weights, activation=activation, centered=centered)
+    t = trace(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, record={"isometry_gap"})
+    gaps = torch.cat([isometry_gap(x).unsqueeze(0), t.stats["isometry_gap"]])
+    return gaps.T.contiguous()
 
 
-def _readout(n_nets: int, d: int, n: int, gen: torch.Generator) -> torch.Tensor:
-    r = randn(n_nets, d, n, gen=gen)
-    return r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
-
-
-def _autograd_vjp(layer: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-                  x: torch.Tensor, w: torch.Tensor, g: torch.Tensor,
-                  first: bool) -> torch.Tensor:
-    """g^T dY/dW for the first layer, else g^T dY/dX, where Y = layer(X, W)."""
-    with torch.enable_grad():
-        x = x.detach().requires_grad_(not first)
-        w = w.detach().requires_grad_(first)
-        (out,) = torch.autograd.grad(layer(x, w), w if first else x, g)
-    return out
-
-
-def _first_layer_lognorms(r: torch.Tensor, depths: Sequence[int],
-                          vjp: Callable[[int, torch.Tensor], torch.Tensor]) -> torch.Tensor:
-    """log ||dL/dW_0|| when the readout gradient ``r`` enters at each depth in ``depths``.
-
-    ``vjp(l, g)`` maps the gradient at the output of layer l to its input (to W_0 for l = 0).
-    The gradient is renormalized at every layer and its log-norm accumulated, so nothing
-    overflows at any depth. Returns (n_nets, len(depths)).
-    """
-    out = torch.empty(r.shape[0], len(depths), dtype=DTYPE, device=r.device)
-    for col, depth in enumerate(depths):
-        g, logscale = r, torch.zeros(r.shape[0], dtype=DTYPE, device=r.device)
-        for ell in range(depth - 1, -1, -1):
-            g = vjp(ell, g)
-            norm = g.flatten(1).norm(dim=1)
-            logscale = logscale + torch.log(norm)
-            g = g / norm.view(-1, 1, 1)
-        out[:, col] = logscale
-    return out
+def _backward_at(p: Pass, cotangent, depth: int, stat: str = "log_grad_w_batch"):
+    return p.backward(cotangent, top=depth).stats[stat]
 
 
 def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
@@ -199,30 +262,36 @@ def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets:
                              centered: bool = False) -> torch.Tensor:
     """log ||dL/dW_0||_F for the networks truncated at each depth L in ``depths``.
 
-    The network is X_{l+1} = BN(act(W_l X_l)); the loss is the linear readout
+    The network is X_{l+1} = BN(act(W_l X_l)) (:func:`bn_net`); the loss is the linear readout
     L = <R, X_L>_F with R Gaussian normalized to ||R||_F = 1 (1-Lipschitz), drawn per network.
-    The backward pass renormalizes the upstream gradient at every layer and accumulates its
-    log-norm, so no overflow occurs at any depth. Depth L uses the first L layers of one deep
-    network per ``n_nets``. Returns a tensor (n_nets, len(depths)).
+    One forward pass of the deepest network, one backward pass per depth (the engine's
+    log-space backward: no overflow at any depth); depth L uses the first L layers.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n_nets, len(depths))``.
+
+    References
+    ----------
+    Meterez et al. (2024), Theorem 5 and Figure 2.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> first_layer_grad_lognorm(torch.randn(4, 4, dtype=torch.float64), [1, 3], n_nets=2,
+    ...                          gen=generator(0)).shape
+    torch.Size([2, 2])
     """
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
     x = _inputs(x0, n_nets)
     d, n = x.shape[1], x.shape[2]
-    top = max(ds)
-    ws, xs = [], [x]
-    for w in _weight_stream(weights, n_nets, d, top, gen):
-        ws.append(w)
-        xs.append(_layer(xs[-1], w, activation, centered))
+    net = bn_net(d, max(ds), weights=weights, activation=activation, centered=centered)
+    p = forward(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, backward=True, tops=ds,
+                record={"log_grad_w_batch"})
     r = _readout(n_nets, d, n, gen)
-
-    def vjp(ell: int, g: torch.Tensor) -> torch.Tensor:
-        if activation is None:
-            return _linear_layer_vjp(xs[ell], ws[ell], xs[ell + 1], g, centered, ell == 0)
-        return _autograd_vjp(lambda x_, w_: _layer(x_, w_, activation, centered),
-                             xs[ell], ws[ell], g, ell == 0)
-
-    return _first_layer_lognorms(r, ds, vjp)
+    return torch.stack([_backward_at(p, r, depth)[0] for depth in ds], dim=1)
 
 
 Loss = Literal["linear", "cross_entropy", "mse"]
@@ -236,6 +305,12 @@ def logit_loss_gradient(z: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Te
     * ``"cross_entropy"``: L = -sum_i y_i log p_i, gradient p sum_i y_i - y (= p - y);
     * ``"mse"``: L = (1/C) sum_i (y_i - p_i)^2 (the paper's MSE on the softmax output),
       gradient (2/C) (diag p - p p^T)(p - y).
+
+    Examples
+    --------
+    >>> y = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    >>> logit_loss_gradient(torch.zeros(1, 2, dtype=torch.float64), y, 'cross_entropy')
+    tensor([[-0.5000,  0.5000]], dtype=torch.float64)
     """
     if not isinstance(z, torch.Tensor) or z.ndim < 1:
         raise TypeError(f"z must be a torch.Tensor of logits (..., C), got {z!r:.60}")
@@ -285,8 +360,23 @@ def weight_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int
     :func:`first_layer_grad_lognorm`, whose result is ``out[:, :, 0]``); ``"cross_entropy"`` and
     ``"mse"`` (see :func:`logit_loss_gradient`), averaged over the n samples, on the logits
     Z = W_out X_L with a Haar head W_out (n_classes x d, orthonormal rows; the paper's H^L) and
-    integer ``labels`` (n,). Returns (n_nets, len(depths), max(depths)); entries with l >= L
-    are NaN. The backward pass renormalizes in log space, so nothing overflows at any depth.
+    integer ``labels`` (n,).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n_nets, len(depths), max(depths))``; entries with l >= L are NaN (no such layer).
+
+    References
+    ----------
+    Meterez et al. (2024), Theorem 5 and Lemma D.2.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> weight_grad_lognorms(torch.randn(4, 4, dtype=torch.float64), [2, 3], n_nets=2,
+    ...                      gen=generator(0)).shape
+    torch.Size([2, 2, 3])
     """
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
@@ -301,32 +391,21 @@ def weight_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int
     else:
         onehot = _labels(labels, n_classes, n, d)
     top = max(ds)
-    ws, xs = [], [x]
-    for w in _weight_stream(weights, n_nets, d, top, gen):
-        ws.append(w)
-        xs.append(_layer(xs[-1], w, None, False))
-    head = (_readout(n_nets, d, n, gen) if loss == "linear"
-            else haar_orthogonal(n_nets, n_classes, d, gen=gen))
+    p = forward(bn_net(d, top, weights=weights), x.transpose(-2, -1), n_nets=n_nets, gen=gen,
+                backward=True, tops=ds, record={"log_grad_w_batch"})
+    if loss == "linear":
+        cotangent = _readout(n_nets, d, n, gen)
+    else:
+        head = haar_orthogonal(n_nets, n_classes, d, gen=gen)           # (n_nets, C, d)
+        target = onehot.T.expand(n_nets, n, -1)
+
+        def cotangent(h: torch.Tensor) -> torch.Tensor:                 # dL/dX_L^T
+            z = h @ head.transpose(-2, -1)                              # (n_nets, n, C)
+            return logit_loss_gradient(z, target, loss) @ head / n
+
     out = torch.full((n_nets, len(ds), top), math.nan, dtype=DTYPE, device=x.device)
     for col, depth in enumerate(ds):
-        if loss == "linear":
-            g = head
-        else:
-            z = head @ xs[depth]                                        # (n_nets, C, n)
-            gz = logit_loss_gradient(z.transpose(-2, -1), onehot.T.expand(n_nets, n, -1), loss)
-            g = head.transpose(-2, -1) @ gz.transpose(-2, -1) / n       # dL/dX_L
-        norm = g.flatten(1).norm(dim=1)
-        logscale, g = torch.log(norm), g / norm.view(-1, 1, 1)
-        for ell in range(depth - 1, -1, -1):
-            h = ws[ell] @ xs[ell]
-            gh = (g - xs[ell + 1] * (g * xs[ell + 1]).sum(dim=-1, keepdim=True)) \
-                / h.norm(dim=-1, keepdim=True)
-            out[:, col, ell] = logscale + torch.log((gh @ xs[ell].transpose(-2, -1)).flatten(1)
-                                                    .norm(dim=1))
-            if ell:
-                g = ws[ell].transpose(-2, -1) @ gh
-                norm = g.flatten(1).norm(dim=1)
-                logscale, g = logscale + torch.log(norm), g / norm.view(-1, 1, 1)
+        out[:, col, :depth] = _backward_at(p, cotangent, depth).T
     return out
 
 
@@ -334,7 +413,14 @@ def spectral_inputs(n_mats: int, d: int, *, gen: torch.Generator, spread: float,
                     n: int | None = None) -> torch.Tensor:
     """Random batches X = U diag(s) V^T of shape (n_mats, d, n) with prescribed spread of
     spectra: U, V Haar-orthogonal and log s_i i.i.d. uniform on [-spread, spread] (spread 0
-    gives orthogonal matrices; large spread nearly degenerate ones)."""
+    gives orthogonal matrices; large spread nearly degenerate ones).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> spectral_inputs(2, 3, gen=generator(0), spread=1.0).shape
+    torch.Size([2, 3, 3])
+    """
     n_mats, d = v.positive_int("n_mats", n_mats), v.positive_int("d", d)
     n = d if n is None else v.positive_int("n", n)
     if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not (
@@ -343,43 +429,34 @@ def spectral_inputs(n_mats: int, d: int, *, gen: torch.Generator, spread: float,
     r = min(d, n)
     u = haar_orthogonal(n_mats, d, r, gen=gen)
     vt = haar_orthogonal(n_mats, r, n, gen=gen)
-    s = torch.exp(spread * (2.0 * rand(n_mats, r, gen=gen) - 1.0))
+    s = torch.exp(spread * (2.0 * standard_uniform(n_mats, r, gen=gen) - 1.0))
     return (u * s.unsqueeze(-2)) @ vt
 
 
 def bn_standard(x: torch.Tensor) -> torch.Tensor:
     """Standard BN without affine parameters (and without epsilon): each row centred over the
-    batch and scaled to unit (population) variance, so that entries are O(1)."""
+    batch and scaled to unit (population) variance, so that entries are O(1).
+
+    Examples
+    --------
+    >>> bn_standard(torch.tensor([[1.0, 3.0]], dtype=torch.float64))
+    tensor([[-1.,  1.]], dtype=torch.float64)
+    """
     x = _matrices("x", x)
     return math.sqrt(x.shape[-1]) * bn_centered(x)
 
 
 def _gains(name: str, gains, depth: int) -> list[float]:
-    if isinstance(gains, (int, float)) and not isinstance(gains, bool):
-        gains = [gains] * depth
-    gains = list(gains)
-    if len(gains) < depth:
-        raise ValueError(f"{name} must have at least {depth} entries, got {len(gains)}")
-    return [v.positive_float(f"{name}[{i}]", g) for i, g in enumerate(gains[:depth])]
+    return v.per_layer(name, gains, depth, allow_longer=True)
 
 
-def _shaped_layer(x: torch.Tensor, w: torch.Tensor, activation: Activation,
-                  gain: float) -> torch.Tensor:
-    h = w @ x
-    h = h - h.mean(dim=-1, keepdim=True)
-    h = h / h.norm(dim=-1, keepdim=True) * math.sqrt(h.shape[-1])
-    return activation(gain * h)
-
-
-def _shaped_forward(x0, depth: int, n_nets: int, gen: torch.Generator, weights: str,
-                    activation: Activation, gains: list[float]):
+def _shaped_pass(x0, depth: int, n_nets: int, gen: torch.Generator, weights: str,
+                 activation, gains: list[float], tops) -> tuple[Pass, torch.Tensor]:
     x = _inputs(x0, n_nets)
-    d = x.shape[1]
-    ws, xs = [], [x]
-    for ell, w in enumerate(_weight_stream(weights, n_nets, d, depth, gen)):
-        ws.append(w)
-        xs.append(_shaped_layer(xs[-1], w, activation, gains[ell]))
-    return ws, xs
+    net = shaped_net(x.shape[1], gains, activation, weights=weights)
+    p = forward(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, backward=True, tops=tops,
+                record={"log_grad_w_batch"})
+    return p, _readout(n_nets, x.shape[1], x.shape[2], gen)
 
 
 def shaped_weight_grad_lognorms(x0: torch.Tensor, depth: int, *, n_nets: int,
@@ -388,27 +465,31 @@ def shaped_weight_grad_lognorms(x0: torch.Tensor, depth: int, *, n_nets: int,
     """log ||dL/dW_l||_F for every layer l = 0..depth-1 of the shaped network of eq. (11),
     X_{l+1} = act(alpha_l BN(W_l X_l)) with standard BN (:func:`bn_standard`), loss
     L = <R, X_L>_F with ||R||_F = 1; one backward pass in log space. ``gains`` is one gain or
-    a sequence alpha_0, alpha_1, ... Returns (n_nets, depth)."""
+    a sequence alpha_0, alpha_1, ...
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n_nets, depth)``.
+
+    References
+    ----------
+    Meterez et al. (2024), eq. (11) and Figure 5.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> shaped_weight_grad_lognorms(torch.randn(4, 5, dtype=torch.float64), 3, n_nets=2,
+    ...                             gen=generator(0), activation=torch.tanh, gains=0.5).shape
+    torch.Size([2, 3])
+    """
     depth = v.positive_int("depth", depth)
     n_nets = v.positive_int("n_nets", n_nets)
     if not callable(activation):
         raise TypeError("activation must be callable")
     gs = _gains("gains", gains, depth)
-    ws, xs = _shaped_forward(x0, depth, n_nets, gen, weights, activation, gs)
-    g = _readout(n_nets, xs[0].shape[1], xs[0].shape[2], gen)
-    logscale = torch.zeros(n_nets, dtype=DTYPE, device=g.device)
-    out = torch.empty(n_nets, depth, dtype=DTYPE, device=g.device)
-    for ell in range(depth - 1, -1, -1):
-        with torch.enable_grad():
-            xin = xs[ell].detach().requires_grad_(True)
-            w = ws[ell].detach().requires_grad_(True)
-            y = _shaped_layer(xin, w, activation, gs[ell])
-            gx, gw = torch.autograd.grad(y, (xin, w), g)
-        out[:, ell] = logscale + torch.log(gw.flatten(1).norm(dim=1))
-        norm = gx.flatten(1).norm(dim=1)
-        logscale = logscale + torch.log(norm)
-        g = gx / norm.view(-1, 1, 1)
-    return out
+    p, r = _shaped_pass(x0, depth, n_nets, gen, weights, activation, gs, [depth])
+    return _backward_at(p, r, depth).T.contiguous()
 
 
 def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
@@ -424,7 +505,21 @@ def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, 
     (unit-scale) BN output, so that X_L = act(alpha_{L-1} Z). Since BN is invariant to the scale
     of its input, every inner gain cancels in dL/dW_0 and ``first - scale`` is free of the
     output's scale; for the identity activation ``scale`` is log alpha_{L-1} exactly. The random
-    draws are the same with or without it."""
+    draws are the same with or without it.
+
+    References
+    ----------
+    Meterez et al. (2024), eq. (11), Figure 5.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> first, scale = shaped_first_layer_grad_lognorm(
+    ...     torch.randn(4, 5, dtype=torch.float64), [1, 2], n_nets=2, gen=generator(0),
+    ...     activation=lambda h: h, gains=0.5, with_output_scale=True)
+    >>> bool(torch.allclose(scale, torch.full((2, 2), math.log(0.5), dtype=torch.float64)))
+    True
+    """
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
     if not callable(activation):
@@ -433,24 +528,15 @@ def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, 
         raise TypeError(f"with_output_scale must be a bool, got {type(with_output_scale).__name__}")
     top = max(ds)
     gs = _gains("gains", gains, top)
-    ws, xs = _shaped_forward(x0, top, n_nets, gen, weights, activation, gs)
-    r = _readout(n_nets, xs[0].shape[1], xs[0].shape[2], gen)
-
-    def vjp(ell: int, g: torch.Tensor) -> torch.Tensor:
-        return _autograd_vjp(lambda x_, w_: _shaped_layer(x_, w_, activation, gs[ell]),
-                             xs[ell], ws[ell], g, ell == 0)
-
-    first = _first_layer_lognorms(r, ds, vjp)
-    if not with_output_scale:
-        return first
-    scale = torch.empty_like(first)
-    for col, depth in enumerate(ds):
-        z = _shaped_layer(xs[depth - 1], ws[depth - 1], lambda h: h, 1.0)
-        with torch.enable_grad():
-            z = z.detach().requires_grad_(True)
-            (gz,) = torch.autograd.grad(activation(gs[depth - 1] * z), z, r)
-        scale[:, col] = torch.log(gz.flatten(1).norm(dim=1))
-    return first, scale
+    p, r = _shaped_pass(x0, top, n_nets, gen, weights, activation, gs, ds)
+    first, scale = [], []
+    for depth in ds:
+        t = p.backward(r, top=depth)
+        first.append(t.stats["log_grad_w_batch"][0])
+        pre = t.stats["log_grad_preact"][depth - 1]                     # log ||dL/du_i||
+        scale.append(0.5 * torch.logsumexp(2 * pre, dim=-1) + math.log(gs[depth - 1]))
+    first = torch.stack(first, dim=1)
+    return (first, torch.stack(scale, dim=1)) if with_output_scale else first
 
 
 def shaped_nonlinearity(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch.Generator,
@@ -461,26 +547,39 @@ def shaped_nonlinearity(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch
     For layer l with pre-activation ``u = alpha_l BN(W_l X_l)`` (standard BN) returns
     ``||act(u) - u||_F / ||u||_F``, the relative deviation of the layer's output from the linear
     map ``u -> u`` (the linearization at 0 of tanh and sin); 0 means the layer is linear.
-    Returns (n_nets, depth)."""
+    The engine's ``nonlinearity`` statistic of the activation layers.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n_nets, depth)``.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> shaped_nonlinearity(torch.randn(4, 5, dtype=torch.float64), 2, n_nets=3,
+    ...                     gen=generator(0), activation=lambda h: h, gains=1.0).abs().max()
+    tensor(0., dtype=torch.float64)
+    """
     depth = v.positive_int("depth", depth)
     n_nets = v.positive_int("n_nets", n_nets)
     if not callable(activation):
         raise TypeError("activation must be callable")
     gs = _gains("gains", gains, depth)
     x = _inputs(x0, n_nets)
-    out = torch.empty(n_nets, depth, dtype=DTYPE, device=x.device)
-    for ell, w in enumerate(_weight_stream(weights, n_nets, x.shape[1], depth, gen)):
-        h = w @ x
-        h = h - h.mean(dim=-1, keepdim=True)
-        u = gs[ell] * (h / h.norm(dim=-1, keepdim=True) * math.sqrt(h.shape[-1]))
-        y = activation(u)
-        out[:, ell] = (y - u).flatten(1).norm(dim=1) / u.flatten(1).norm(dim=1)
-        x = y
-    return out
+    net = shaped_net(x.shape[1], gs, activation, weights=weights)
+    t = trace(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, record={"nonlinearity"})
+    return t.stats["nonlinearity"].T.contiguous()
 
 
 def shaped_leaky_relu(slope: float) -> Activation:
-    """LeakyReLU with negative slope ``slope`` (activation shaping: slope -> 1 is linear)."""
+    """LeakyReLU with negative slope ``slope`` (activation shaping: slope -> 1 is linear).
+
+    Examples
+    --------
+    >>> shaped_leaky_relu(0.5)(torch.tensor([-2.0, 2.0]))
+    tensor([-1.,  2.])
+    """
     slope = v.in_interval("slope", slope, 0.0, 1.0, closed_hi=True)
 
     def act(h: torch.Tensor) -> torch.Tensor:
@@ -489,8 +588,8 @@ def shaped_leaky_relu(slope: float) -> Activation:
     return act
 
 
-__all__ = ["bn", "bn_centered", "gram_eigenvalues", "isometry_gap", "isometry",
-           "row_norm_factor", "spectral_inputs", "isometry_gaps_in_depth",
-           "first_layer_grad_lognorm", "weight_grad_lognorms", "logit_loss_gradient",
-           "bn_standard", "shaped_weight_grad_lognorms",
-           "shaped_first_layer_grad_lognorm", "shaped_nonlinearity", "shaped_leaky_relu"]
+__all__ = ["bn", "bn_centered", "bn_net", "bn_standard", "first_layer_grad_lognorm",
+           "gram_eigenvalues", "isometry", "isometry_gap", "isometry_gaps_in_depth",
+           "logit_loss_gradient", "row_norm_factor", "shaped_first_layer_grad_lognorm",
+           "shaped_leaky_relu", "shaped_net", "shaped_nonlinearity",
+           "shaped_weight_grad_lognorms", "spectral_inputs", "weight_grad_lognorms"]

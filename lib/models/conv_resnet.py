@@ -31,6 +31,9 @@ import torch.nn.functional as F
 
 from ..core import validate as v
 from ..core.device import DTYPE, device, randn
+from ..sample.engine import trace
+from ..sample.laws import gaussian_fixed
+from ..sample.layers import Conv, ReLU, Residual, Serial, serial
 from ..train.sgd import Digits
 
 INITS = ("small", "standard")
@@ -38,7 +41,13 @@ _PADDINGS = ("circular", "zeros")
 
 
 def init_std(init: str, kernel: int, channels: int) -> float:
-    """Standard deviation of a residual convolution's weights: 1/(k^2 c) or 1/(k sqrt c)."""
+    """Standard deviation of a residual convolution's weights: 1/(k^2 c) or 1/(k sqrt c).
+
+    Examples
+    --------
+    >>> init_std('small', 3, 4)
+    0.027777777777777776
+    """
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     kernel, channels = _kernel(kernel), v.positive_int("channels", channels)
@@ -46,7 +55,13 @@ def init_std(init: str, kernel: int, channels: int) -> float:
 
 
 def block_factor(init: str, kernel: int, channels: int) -> float:
-    """Exact E||x + C2 ReLU(C1 x)||^2 / ||x||^2, circular padding: 1 + (k^2 c s^2)^2 / 2."""
+    """Exact E||x + C2 ReLU(C1 x)||^2 / ||x||^2, circular padding: 1 + (k^2 c s^2)^2 / 2.
+
+    Examples
+    --------
+    >>> round(block_factor('standard', 3, 8), 12)
+    1.5
+    """
     g = kernel**2 * channels * init_std(init, kernel, channels) ** 2
     return 1.0 + g * g / 2.0
 
@@ -86,6 +101,13 @@ class ConvResNet:
     ``blocks`` holds ``(C1, C2, stride)`` per residual block; ``head`` is the fixed random
     projection ``(c_S, n_classes)``. :meth:`parameters` lists the trained tensors: the stem and
     the residual kernels (and the head only when ``train_head`` is set).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> net = conv_resnet('small', channels=2, blocks=1, gen=generator(0))
+    >>> net(torch.ones(3, 1, 8, 8, dtype=torch.float64)).shape
+    torch.Size([3, 10])
     """
 
     stem: torch.Tensor
@@ -139,6 +161,12 @@ def conv_resnet(init: str, *, channels: int | Sequence[int], blocks: int | Seque
         train_head: also train the last layer (for the comparison with a fixed one).
         on: device of the weights (default :func:`eit.core.device.device`; pass
             :func:`eit.train.sgd.training_device` to train).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> len(conv_resnet('standard', channels=[2, 4], blocks=2, gen=generator(0)).blocks)
+    4
     """
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
@@ -171,7 +199,15 @@ def conv_resnet(init: str, *, channels: int | Sequence[int], blocks: int | Seque
 
 
 def standardize(data: Digits) -> Digits:
-    """Per-image standardization (zero mean, unit variance over each image's pixels)."""
+    """Per-image standardization (zero mean, unit variance over each image's pixels).
+
+    Examples
+    --------
+    >>> from eit.train.sgd import Digits
+    >>> x = torch.arange(8.0, dtype=torch.float64).view(2, 1, 2, 2)
+    >>> float(standardize(Digits(x, None, x, None)).x_train[0].mean())
+    0.0
+    """
     if not isinstance(data, Digits):
         raise TypeError(f"data must be a Digits split, got {type(data).__name__}")
 
@@ -182,47 +218,76 @@ def standardize(data: Digits) -> Digits:
     return Digits(one(data.x_train), data.y_train, one(data.x_test), data.y_test)
 
 
-@torch.no_grad()
-def forward_sq_norms(images: torch.Tensor, init: str, *, channels: int, blocks: int,
-                     n_nets: int, gen: torch.Generator, kernel: int = 3,
-                     padding: str = "circular") -> torch.Tensor:
-    """Squared norms of the residual stream of ``n_nets`` random one-stage nets at init.
+def one_stage_net(init: str, *, channels: int, blocks: int, kernel: int = 3,
+                  padding: str = "circular") -> Serial:
+    """The one-stage network of :func:`forward_sq_norms` as a layer description.
 
-    Every network gets its own stem and residual kernels (drawn as in :func:`conv_resnet`)
-    and sees all ``images`` ``(N, C_in, H, W)``; the nets run at once as a grouped convolution.
-    Returns ``(blocks + 1, n_nets, N)``: row 0 is ``||stem(x)||^2``, row b the squared norm
-    after block b, all divided by ``||x||^2``. With circular padding,
-    ``E[row b / row 0] = block_factor(init, kernel, channels)^b`` exactly.
+    A stem ``Conv(channels)`` with the standard init, then ``blocks`` residual blocks
+    ``x + C2(ReLU(C1 x))`` with the ``init`` of the residual convolutions (stride 1).
+
+    Examples
+    --------
+    >>> one_stage_net("small", channels=4, blocks=2).widths((1, 6, 6))
+    (36, 144, 144, 144)
     """
-    images = v.tensor("images", images, ndim=4).to(device=device(), dtype=DTYPE)
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     channels = v.positive_int("channels", channels)
     if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 0:
         raise ValueError(f"blocks must be a non-negative int, got {blocks!r}")
-    n_nets = v.positive_int("n_nets", n_nets)
     kernel, padding = _kernel(kernel), _padding(padding)
-    n, c_in, height, width = images.shape
-    img_sq = images.square().flatten(1).sum(-1)
-    if not bool((img_sq > 0).all()):
+    stem = Conv(channels, kernel, gaussian_fixed(init_std("standard", kernel, channels) ** 2),
+                padding)
+    law = gaussian_fixed(init_std(init, kernel, channels) ** 2)
+    block = Residual(serial(Conv(channels, kernel, law, padding), ReLU(),
+                            Conv(channels, kernel, law, padding)))
+    return Serial((stem,) + (block,) * blocks)
+
+
+def forward_sq_norms(images: torch.Tensor, init: str, *, channels: int, blocks: int,
+                     n_nets: int, gen: torch.Generator, kernel: int = 3,
+                     padding: str = "circular") -> torch.Tensor:
+    """Squared norms of the residual stream of ``n_nets`` random one-stage nets at init.
+
+    Every network gets its own stem and residual kernels (the laws of :func:`conv_resnet`)
+    and sees all ``images``; the explicit engine on :func:`one_stage_net` runs the nets at once
+    as a grouped convolution.
+
+    Parameters
+    ----------
+    images : torch.Tensor
+        ``(N, C_in, H, W)``, no zero image.
+    init, channels, blocks, kernel, padding
+        As in :func:`conv_resnet` (one stage, ``blocks`` >= 0).
+    n_nets : int
+        The number of networks.
+    gen : torch.Generator
+        The random generator.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(blocks + 1, n_nets, N)``: row 0 is ``||stem(x)||^2``, row b the squared norm after
+        block b, all divided by ``||x||^2``. With circular padding,
+        ``E[row b / row 0] = block_factor(init, kernel, channels)^b`` exactly.
+
+    References
+    ----------
+    Hardt & Ma (2017), section 4.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> forward_sq_norms(torch.ones(2, 1, 6, 6, dtype=torch.float64), "small", channels=3,
+    ...                  blocks=2, n_nets=4, gen=generator(0)).shape
+    torch.Size([3, 4, 2])
+    """
+    images = v.tensor("images", images, ndim=4)
+    net = one_stage_net(init, channels=channels, blocks=blocks, kernel=kernel, padding=padding)
+    if not bool((images.flatten(1).norm(dim=-1) > 0).all()):
         raise ValueError("images must all be non-zero")
-
-    def draw(c_out: int, c_inp: int, std: float) -> torch.Tensor:
-        return std * randn(n_nets * c_out, c_inp, kernel, kernel, gen=gen)
-
-    def sq(h: torch.Tensor) -> torch.Tensor:             # (N, n_nets*c, H, W) -> (n_nets, N)
-        return h.reshape(n, n_nets, -1).square().sum(-1).T / img_sq
-
-    x = images.repeat(1, n_nets, 1, 1)                    # (N, n_nets * c_in, H, W)
-    h = _conv(x, draw(channels, c_in, init_std("standard", kernel, channels)), padding,
-              groups=n_nets)
-    out = [sq(h)]
-    std = init_std(init, kernel, channels)
-    for _ in range(blocks):
-        a = _conv(h, draw(channels, channels, std), padding, groups=n_nets).clamp_min(0)
-        h = h + _conv(a, draw(channels, channels, std), padding, groups=n_nets)
-        out.append(sq(h))
-    return torch.stack(out)
+    t = trace(net, images, n_nets=n_nets, gen=gen)
+    return torch.exp(2 * t.log_h_ratio[1:])
 
 
 def architecture_size(*, in_channels: int, stem_channels: int, channels: Sequence[int],
@@ -233,6 +298,11 @@ def architecture_size(*, in_channels: int, stem_channels: int, channels: Sequenc
     of two k x k convolutions; the first C_1 of each stage maps the previous width to
     ``channels[s]``, every other convolution is ``channels[s] -> channels[s]``. No biases; the
     fixed random last layer is not counted (it is not trained).
+
+    Examples
+    --------
+    >>> architecture_size(in_channels=1, stem_channels=2, channels=[2], blocks=[1])
+    (3, 90)
     """
     in_channels = v.positive_int("in_channels", in_channels)
     stem_channels = v.positive_int("stem_channels", stem_channels)
@@ -248,4 +318,4 @@ def architecture_size(*, in_channels: int, stem_channels: int, channels: Sequenc
 
 
 __all__ = ["INITS", "ConvResNet", "architecture_size", "block_factor", "conv_resnet",
-           "forward_sq_norms", "init_std", "standardize"]
+           "forward_sq_norms", "init_std", "one_stage_net", "standardize"]

@@ -21,14 +21,27 @@ from ..core.validate import in_interval, positive_int, tensor
 
 
 def unit_sphere(n: int, d: int, *, gen: torch.Generator) -> torch.Tensor:
-    """n points uniform on the unit sphere of R^d (rows), drawn from ``gen``."""
+    """n points uniform on the unit sphere of R^d (rows), drawn from ``gen``.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> unit_sphere(3, 4, gen=generator(0)).norm(dim=1).round(decimals=12)
+    tensor([1., 1., 1.], dtype=torch.float64)
+    """
     n, d = positive_int("n", n), positive_int("d", d)
     x = torch.randn(n, d, generator=gen, device=gen.device, dtype=DTYPE)
     return x / x.norm(dim=1, keepdim=True)
 
 
 def min_sq_distance(x) -> float:
-    """min_{i != j} ||x_i - x_j||^2: the largest rho for which Assumption 3.1 holds."""
+    """min_{i != j} ||x_i - x_j||^2: the largest rho for which Assumption 3.1 holds.
+
+    Examples
+    --------
+    >>> min_sq_distance(torch.tensor([[0.0, 0.0], [3.0, 4.0]], dtype=torch.float64))
+    25.0
+    """
     x = tensor("x", x, ndim=2)
     if x.shape[0] < 2:
         raise ValueError(f"x needs at least 2 points, got {x.shape[0]}")
@@ -39,7 +52,14 @@ def min_sq_distance(x) -> float:
 
 
 def block(h, U, V, s) -> torch.Tensor:
-    """T_{U,V,s}(h) = V ReLU(U h + s) (eq. 3.1), applied to every row of h."""
+    """T_{U,V,s}(h) = V ReLU(U h + s) (eq. 3.1), applied to every row of h.
+
+    Examples
+    --------
+    >>> I = torch.eye(2, dtype=torch.float64)
+    >>> block(torch.ones(1, 2, dtype=torch.float64), I, I, torch.zeros(2, dtype=torch.float64))
+    tensor([[1., 1.]], dtype=torch.float64)
+    """
     h = tensor("h", h, ndim=2)
     return torch.relu(h @ U.T + s) @ V.T
 
@@ -52,6 +72,13 @@ def lemma_b1(alpha, S, target, rho_p: float, *, skip=None) -> tuple[torch.Tensor
     (identity by default; a fixed k -> r map for the last block). ``target`` has one row per
     element of S. A point of S with ||alpha_i||^2 <= 1 - 2 rho' gets a zero column of V (it
     cannot be moved: hypothesis a fails for it).
+
+    Examples
+    --------
+    >>> alpha = torch.eye(2, dtype=torch.float64)
+    >>> U, V, s = lemma_b1(alpha, [0], torch.zeros(1, 2, dtype=torch.float64), 0.1)
+    >>> tuple(V.shape)
+    (2, 1)
     """
     alpha = tensor("alpha", alpha, ndim=2)
     rho_p = in_interval("rho_p", rho_p, 0.0, 0.5)
@@ -83,6 +110,11 @@ def lemma_b1_conditions(alpha, S, rho_p: float) -> dict[str, bool]:
       with the factor 1/2 of the polarization identity);
     * ``needed``: the property the construction uses: <alpha_i, alpha_j> <= 1 - 2 rho' for
       i in S, j != i, and ||alpha_i||^2 > 1 - 2 rho' for i in S.
+
+    Examples
+    --------
+    >>> lemma_b1_conditions(torch.eye(2, dtype=torch.float64), [0], 0.1)['norms']
+    True
     """
     alpha = tensor("alpha", alpha, ndim=2)
     rho_p = in_interval("rho_p", rho_p, 0.0, 0.5)
@@ -103,7 +135,16 @@ def lemma_b1_conditions(alpha, S, rho_p: float) -> dict[str, bool]:
 
 @dataclass(frozen=True)
 class ResidualConstruction:
-    """The network of Theorem 3.2 with its weights (rows-as-points convention)."""
+    """The network of Theorem 3.2 with its weights (rows-as-points convention).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> x = unit_sphere(6, 5, gen=generator(0))
+    >>> net = build(x, torch.tensor([0, 1, 0, 1, 0, 1]), 2, 40, 0.1, gen=generator(1))
+    >>> (net.k, net.ell, net.r)
+    (40, 1, 2)
+    """
 
     A0: torch.Tensor                     # (k, d) random projection, entries N(0, 1/k)
     blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]   # (U, V, s), k x k
@@ -129,7 +170,13 @@ class ResidualConstruction:
 
 
 def skip_map(h: torch.Tensor, r: int) -> torch.Tensor:
-    """The residual path of the last block, R^k -> R^r: truncate or pad with zeros."""
+    """The residual path of the last block, R^k -> R^r: truncate or pad with zeros.
+
+    Examples
+    --------
+    >>> skip_map(torch.ones(1, 3, dtype=torch.float64), 2)
+    tensor([[1., 1.]], dtype=torch.float64)
+    """
     k = h.shape[1]
     if r <= k:
         return h[:, :r]
@@ -148,6 +195,13 @@ def build(x, labels, r: int, k: int, rho_p: float, *,
     doing its job (moving S to its targets and fixing the rest) in ``block_errors``.
     ``project=False`` skips the random projection (A_0 = I, needs d = k): the inputs are then
     the z^(i) of Lemma B.2 themselves.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> x = unit_sphere(4, 5, gen=generator(0))
+    >>> build(x, torch.tensor([0, 1, 0, 1]), 2, 40, 0.1, gen=generator(1)).r
+    2
     """
     x = tensor("x", x, ndim=2)
     labels = torch.as_tensor(labels, dtype=torch.long)
@@ -185,7 +239,16 @@ def build(x, labels, r: int, k: int, rho_p: float, *,
 
 
 def forward(net: ResidualConstruction, x) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run the network on ``x`` (n, d): returns (h_l, y_hat), shapes (n, k) and (n, r)."""
+    """Run the network on ``x`` (n, d): returns (h_l, y_hat), shapes (n, k) and (n, r).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> x = unit_sphere(4, 5, gen=generator(0))
+    >>> net = build(x, torch.tensor([0, 1, 0, 1]), 2, 40, 0.1, gen=generator(1))
+    >>> forward(net, x)[1].shape
+    torch.Size([4, 2])
+    """
     x = tensor("x", x, ndim=2)
     if not isinstance(net, ResidualConstruction):
         raise TypeError(f"net must be a ResidualConstruction, got {type(net).__name__}")
@@ -197,7 +260,15 @@ def forward(net: ResidualConstruction, x) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def parameter_count(net: ResidualConstruction, d: int) -> int:
-    """Weights and biases: kd + l (2k^2 + k) + (rk + r^2 + r) (Section 3)."""
+    """Weights and biases: kd + l (2k^2 + k) + (rk + r^2 + r) (Section 3).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> x = unit_sphere(4, 5, gen=generator(0))
+    >>> parameter_count(build(x, torch.tensor([0, 1, 0, 1]), 2, 40, 0.1, gen=generator(1)), 5)
+    3526
+    """
     if not isinstance(net, ResidualConstruction):
         raise TypeError(f"net must be a ResidualConstruction, got {type(net).__name__}")
     d = positive_int("d", d)
@@ -206,7 +277,13 @@ def parameter_count(net: ResidualConstruction, d: int) -> int:
 
 
 def k_for(n: int, rho: float, c: float = 10.0) -> int:
-    """k = ceil(c log(n) / rho^2), the width of the proof of Theorem 3.2 (c = 10 works)."""
+    """k = ceil(c log(n) / rho^2), the width of the proof of Theorem 3.2 (c = 10 works).
+
+    Examples
+    --------
+    >>> k_for(100, 1.0)
+    47
+    """
     n = positive_int("n", n)
     rho = in_interval("rho", rho, 0.0, 4.0, closed_hi=True)
     if rho == 0:

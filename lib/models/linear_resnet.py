@@ -66,19 +66,43 @@ def _chain(A: torch.Tensor, lo: int, hi: int, *, reverse: bool = False,
 
 # --------------------------------------------------------------------- risk and gradient
 def end_to_end(A) -> torch.Tensor:
-    """The end-to-end map (I + A_l) ... (I + A_1) of eq. (2.1)."""
+    """The end-to-end map (I + A_l) ... (I + A_1) of eq. (2.1).
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> end_to_end(A)
+    tensor([[1., 0.],
+            [0., 1.]], dtype=torch.float64)
+    """
     A = _weights("A", A)
     return _chain(A, 1, A.shape[-3])
 
 
 def error_matrix(A, R) -> torch.Tensor:
-    """E = (I + A_l) ... (I + A_1) - R (Claim 2.3)."""
+    """E = (I + A_l) ... (I + A_1) - R (Claim 2.3).
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> float(error_matrix(A, R).abs().max())
+    0.0
+    """
     A = _weights("A", A)
     return end_to_end(A) - _square("R", R, A.shape[-1])
 
 
 def excess_risk(A, R, Sigma) -> torch.Tensor:
-    """f(A) - C_opt = ||E Sigma^{1/2}||_F^2 = tr(E Sigma E^T) (Claim 2.3), computed directly."""
+    """f(A) - C_opt = ||E Sigma^{1/2}||_F^2 = tr(E Sigma E^T) (Claim 2.3), computed directly.
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> float(excess_risk(A, 2 * R, R))
+    2.0
+    """
     A = _weights("A", A)
     E = error_matrix(A, R)
     Sigma = _square("Sigma", Sigma, A.shape[-1])
@@ -90,6 +114,13 @@ def population_risk(A, R, Sigma) -> torch.Tensor:
 
     C = E||xi||^2 = d for xi ~ N(0, I_d); this is also C_opt, since A_1 = R - I, A_j = 0
     (j > 1) makes E = 0.
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> float(population_risk(A, R, R))
+    2.0
     """
     return excess_risk(A, R, Sigma) + A.shape[-1]
 
@@ -98,6 +129,14 @@ def sample_loss(A, R, x, xi) -> torch.Tensor:
     """f(A, (x, y)) = ||(I + A_l)...(I + A_1) x - R x - xi||^2 per sample (eq. 2.2).
 
     ``x`` and ``xi`` have shape (n, d); returns the n losses.
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> x, xi = torch.ones(1, 2, dtype=torch.float64), torch.zeros(1, 2, dtype=torch.float64)
+    >>> sample_loss(A, R, x, xi)
+    tensor([0.], dtype=torch.float64)
     """
     A = _weights("A", A)
     d = A.shape[-1]
@@ -115,6 +154,13 @@ def gradient_printed(A, R, Sigma) -> torch.Tensor:
 
     2 (I + A_l^T) ... (I + A_{i+1}^T) E Sigma (I + A_{i-1}^T) ... (I + A_1^T): the transposed
     factors keep the order of the forward product (largest index leftmost).
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> gradient_printed(A, 2 * R, R).shape
+    torch.Size([2, 2, 2])
     """
     A = _weights("A", A)
     ell, d = A.shape[-3], A.shape[-1]
@@ -128,6 +174,13 @@ def gradient(A, R, Sigma) -> torch.Tensor:
     """The gradient of f: 2 P_{>i}^T E Sigma P_{<i}^T with P_{>i} = (I+A_l)...(I+A_{i+1}).
 
     P_{>i}^T = (I + A_{i+1}^T) ... (I + A_l^T): the reverse of the order printed in eq. (2.5).
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> bool(torch.allclose(gradient(A, 2 * R, R), gradient_autograd(A, 2 * R, R)))
+    True
     """
     A = _weights("A", A)
     ell, d = A.shape[-3], A.shape[-1]
@@ -138,14 +191,30 @@ def gradient(A, R, Sigma) -> torch.Tensor:
 
 
 def gradient_autograd(A, R, Sigma) -> torch.Tensor:
-    """The gradient of :func:`population_risk` by reverse-mode automatic differentiation."""
+    """The gradient of :func:`population_risk` by reverse-mode automatic differentiation.
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> gradient_autograd(A, R, R).abs().max()
+    tensor(0., dtype=torch.float64)
+    """
     A = _weights("A", A).detach().clone().requires_grad_(True)
     population_risk(A, R, Sigma).sum().backward()
     return A.grad.detach()
 
 
 def gradient_fd(A, R, Sigma, *, h: float = 1e-6) -> torch.Tensor:
-    """Central finite differences of :func:`population_risk`, entry by entry (unbatched A)."""
+    """Central finite differences of :func:`population_risk`, entry by entry (unbatched A).
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> float(gradient_fd(A, R, R).abs().max()) < 1e-6
+    True
+    """
     A = _weights("A", A)
     h = positive_float("h", h)
     if A.ndim != 3:
@@ -160,13 +229,26 @@ def gradient_fd(A, R, Sigma, *, h: float = 1e-6) -> torch.Tensor:
 
 # ------------------------------------------------------------------ gradient lower bound
 def spectral_norm(A) -> torch.Tensor:
-    """||A|| = max_i ||A_i|| (largest spectral norm over the slices), per batch element."""
+    """||A|| = max_i ||A_i|| (largest spectral norm over the slices), per batch element.
+
+    Examples
+    --------
+    >>> spectral_norm(0.5 * torch.eye(2, dtype=torch.float64).expand(3, 2, 2))
+    tensor(0.5000, dtype=torch.float64)
+    """
     A = _weights("A", A)
     return torch.linalg.matrix_norm(A, ord=2).amax(-1)
 
 
 def project_ball(A, tau: float) -> torch.Tensor:
-    """Nearest point of B_tau: clip the singular values of every slice at ``tau``."""
+    """Nearest point of B_tau: clip the singular values of every slice at ``tau``.
+
+    Examples
+    --------
+    >>> A = 2 * torch.eye(2, dtype=torch.float64).expand(1, 2, 2)
+    >>> project_ball(A, 0.5).diagonal(dim1=-2, dim2=-1)
+    tensor([[0.5000, 0.5000]], dtype=torch.float64)
+    """
     A = _weights("A", A)
     tau = positive_float("tau", tau)
     U, s, Vh = torch.linalg.svd(A)
@@ -191,6 +273,12 @@ def pl_bound_printed(ell: int, tau, Sigma) -> torch.Tensor:
     """The constant of eq. (2.3) as printed: 4 l (1 - tau)^(l-1) sigma_min(Sigma)^2.
 
     ``tau`` is a number in [0, 1) or a tensor of them (one per batch element).
+
+    Examples
+    --------
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> float(pl_bound_printed(2, 0.5, R))
+    4.0
     """
     ell = positive_int("ell", ell)
     tau = _tau(tau)
@@ -205,6 +293,12 @@ def pl_bound_corrected(ell: int, tau, Sigma) -> torch.Tensor:
     From ||df/dA_i||_F >= 2 (1-tau)^(l-1) ||E Sigma||_F and
     ||E Sigma||_F >= sigma_min(Sigma)^{1/2} ||E Sigma^{1/2}||_F. ``tau`` as in
     :func:`pl_bound_printed`.
+
+    Examples
+    --------
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> float(pl_bound_corrected(2, 0.5, R))
+    2.0
     """
     ell = positive_int("ell", ell)
     tau = _tau(tau)
@@ -217,6 +311,13 @@ def pl_ratio(A, R, Sigma, tau, *, which: str = "printed") -> torch.Tensor:
     """||grad f(A)||_F^2 / (constant * (f(A) - C_opt)); eq. (2.3) holds iff this is >= 1.
 
     ``which`` is "printed" (eq. 2.3) or "corrected" (:func:`pl_bound_corrected`).
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> float(pl_ratio(A, 2 * R, R, 0.5, which='corrected')) >= 1
+    True
     """
     A = _weights("A", A)
     if which not in ("printed", "corrected"):
@@ -235,6 +336,14 @@ def minimize_pl_ratio(A, R, L, tau: float, *, which: str = "printed", steps: int
     A is kept in B_tau by :func:`project_ball` after every step. All arguments are batched
     starting points; returns the final (A, R, Sigma, ratio), one per start. With
     ``identity_sigma`` the covariance is held at Sigma = I (``L`` is ignored).
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> *_, ratio = minimize_pl_ratio(A, 2 * R, R, 0.5, steps=2)
+    >>> bool(ratio > 0)
+    True
     """
     A = project_ball(A, tau).clone().requires_grad_(True)
     d = A.shape[-1]
@@ -262,7 +371,14 @@ def minimize_pl_ratio(A, R, L, tau: float, *, which: str = "printed", steps: int
 
 # ---------------------------------------------------------------------- gradient descent
 def end_to_end_standard(W) -> torch.Tensor:
-    """The standard parameterization W_l ... W_1 (weights (..., l, d, d))."""
+    """The standard parameterization W_l ... W_1 (weights (..., l, d, d)).
+
+    Examples
+    --------
+    >>> end_to_end_standard(2 * torch.eye(2, dtype=torch.float64).expand(2, 2, 2))
+    tensor([[4., 0.],
+            [0., 4.]], dtype=torch.float64)
+    """
     W = _weights("W", W)
     out = W[..., 0, :, :]
     for j in range(1, W.shape[-3]):
@@ -271,7 +387,14 @@ def end_to_end_standard(W) -> torch.Tensor:
 
 
 def excess_risk_standard(W, R, Sigma) -> torch.Tensor:
-    """tr((W_l...W_1 - R) Sigma (W_l...W_1 - R)^T): Claim 2.3 without the identity."""
+    """tr((W_l...W_1 - R) Sigma (W_l...W_1 - R)^T): Claim 2.3 without the identity.
+
+    Examples
+    --------
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> float(excess_risk_standard(R.expand(2, 2, 2), R, R))
+    0.0
+    """
     W = _weights("W", W)
     E = end_to_end_standard(W) - _square("R", R, W.shape[-1])
     return torch.einsum("...ij,...jk,...ik->...", E, _square("Sigma", Sigma, W.shape[-1]), E)
@@ -283,6 +406,14 @@ def gradient_descent(A0, R, Sigma, *, lr: float, steps: int,
 
     ``residual`` selects (I + A_l)...(I + A_1) (eq. 1.1) or W_l...W_1. Returns the excess
     risks f - C_opt, shape (steps + 1, batch...), and the final weights.
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> hist, _ = gradient_descent(A, 1.5 * R, R, lr=0.05, steps=100)
+    >>> bool(hist[-1] < 1e-6)
+    True
     """
     A = _weights("A0", A0).detach().clone().requires_grad_(True)
     lr, steps = positive_float("lr", lr), positive_int("steps", steps)
@@ -304,6 +435,14 @@ def projected_gradient_descent(A0, R, Sigma, tau: float, *, lr: float,
     """Gradient descent on f restricted to B_tau: a step, then :func:`project_ball`.
 
     Returns the final excess risks f - C_opt (batch...) and the final weights.
+
+    Examples
+    --------
+    >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
+    >>> R = torch.eye(2, dtype=torch.float64)
+    >>> risk, _ = projected_gradient_descent(A, 1.5 * R, R, 0.5, lr=0.05, steps=50)
+    >>> float(risk) < 1e-6
+    True
     """
     A = project_ball(A0, tau)
     lr, steps = positive_float("lr", lr), positive_int("steps", steps)
@@ -314,7 +453,13 @@ def projected_gradient_descent(A0, R, Sigma, tau: float, *, lr: float,
 
 # ------------------------------------------------------------------------- Theorem 2.1
 def gamma(R: np.ndarray) -> float:
-    """gamma = max(|log sigma_max(R)|, |log sigma_min(R)|) (Section 2, before Theorem 2.1)."""
+    """gamma = max(|log sigma_max(R)|, |log sigma_min(R)|) (Section 2, before Theorem 2.1).
+
+    Examples
+    --------
+    >>> gamma(np.diag([2.0, 0.5]))
+    0.6931471805599453
+    """
     R = np.asarray(R, dtype=float)
     if R.ndim != 2 or R.shape[0] != R.shape[1]:
         raise ValueError(f"R must be a square matrix, got shape {R.shape}")
@@ -325,7 +470,13 @@ def gamma(R: np.ndarray) -> float:
 
 
 def theorem21_bound(gam: float, ell: int) -> float:
-    """The bound of Theorem 2.1: 2 (sqrt(pi) + sqrt(3 gamma))^2 / l."""
+    """The bound of Theorem 2.1: 2 (sqrt(pi) + sqrt(3 gamma))^2 / l.
+
+    Examples
+    --------
+    >>> round(theorem21_bound(0.0, 2), 6)
+    3.141593
+    """
     if isinstance(gam, bool) or not isinstance(gam, (int, float)) or gam < 0:
         raise ValueError(f"gam must be a real number >= 0, got {gam!r}")
     ell = positive_int("ell", ell)
@@ -373,6 +524,12 @@ def orthogonal_root(Q: np.ndarray, q: int) -> np.ndarray:
 
     With the real Schur form Q = S diag(T(theta_i), 1, ...) S^T, W = diag(T(theta_i / q), 1,
     ...) and (S W S^T)^q = Q; ||S W S^T - I|| = max_i 2 |sin(theta_i / (2q))|.
+
+    Examples
+    --------
+    >>> q = np.array([[0.0, -1.0], [1.0, 0.0]])
+    >>> bool(np.allclose(np.linalg.matrix_power(orthogonal_root(q, 2), 2), q))
+    True
     """
     q = positive_int("q", q)
     S, blocks = _rotation_blocks(Q)
@@ -394,6 +551,12 @@ def small_norm_optimum(R: np.ndarray, ell: int, *, method: str = "svd") -> np.nd
     K = I (gamma = 0) and q = 0 only when the orthogonal factors are I, so that no layer is
     spent on a factor that is already the identity. Returns A* of shape (l, d, d), A*_1
     acting first.
+
+    Examples
+    --------
+    >>> a = small_norm_optimum(np.diag([2.0, 0.5]), 4)
+    >>> a.shape
+    (4, 2, 2)
     """
     R = np.asarray(R, dtype=float)
     ell = positive_int("ell", ell)
@@ -439,7 +602,14 @@ def small_norm_optimum(R: np.ndarray, ell: int, *, method: str = "svd") -> np.nd
 
 # ----------------------------------------------------------------------------- symbolic
 def symbolic_weights(d: int, ell: int) -> tuple[list[sp.Matrix], sp.Matrix, sp.Matrix]:
-    """Symbolic A_1..A_l, R and symmetric Sigma with entries a{i}_{rc}, r_{rc}, s_{rc}."""
+    """Symbolic A_1..A_l, R and symmetric Sigma with entries a{i}_{rc}, r_{rc}, s_{rc}.
+
+    Examples
+    --------
+    >>> A, R, S = symbolic_weights(1, 2)
+    >>> A[0]
+    Matrix([[a1_00]])
+    """
     d, ell = positive_int("d", d), positive_int("ell", ell)
     A = [sp.Matrix(d, d, lambda r, c, i=i: sp.Symbol(f"a{i}_{r}{c}", real=True))
          for i in range(1, ell + 1)]
@@ -449,7 +619,13 @@ def symbolic_weights(d: int, ell: int) -> tuple[list[sp.Matrix], sp.Matrix, sp.M
 
 
 def symbolic_product(A: list[sp.Matrix]) -> sp.Matrix:
-    """(I + A_l) ... (I + A_1) for a list of SymPy matrices."""
+    """(I + A_l) ... (I + A_1) for a list of SymPy matrices.
+
+    Examples
+    --------
+    >>> symbolic_product([sp.Matrix([[1]]), sp.Matrix([[2]])])
+    Matrix([[6]])
+    """
     eye = sp.eye(A[0].shape[0])
     out = eye
     for a in A:
@@ -463,6 +639,12 @@ def symbolic_risk(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix) -> sp.Expr
     The loss is expanded as a polynomial in symbolic x and xi; each monomial of degree 2 is
     replaced by its moment: x_a x_b -> Sigma_ab, xi_a xi_b -> delta_ab, x_a xi_b -> 0
     (xi independent of x with mean zero).
+
+    Examples
+    --------
+    >>> A, R, S = symbolic_weights(1, 1)
+    >>> symbolic_risk(A, R, S)
+    a1_00**2*s_00 - 2*a1_00*r_00*s_00 + 2*a1_00*s_00 + r_00**2*s_00 - 2*r_00*s_00 + s_00 + 1
     """
     d = R.shape[0]
     x = sp.symbols(f"x0:{d}", real=True)
@@ -489,7 +671,14 @@ def symbolic_risk(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix) -> sp.Expr
 
 def symbolic_gradient_printed(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix,
                               i: int) -> sp.Matrix:
-    """Eq. (2.5) as printed for slice i (1-based), with SymPy matrices."""
+    """Eq. (2.5) as printed for slice i (1-based), with SymPy matrices.
+
+    Examples
+    --------
+    >>> A, R, S = symbolic_weights(1, 1)
+    >>> symbolic_gradient_printed(A, R, S, 1).shape
+    (1, 1)
+    """
     ell = len(A)
     if not (isinstance(i, int) and 1 <= i <= ell):
         raise ValueError(f"i must be an int in [1, {ell}], got {i!r}")
@@ -505,7 +694,14 @@ def symbolic_gradient_printed(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix
 
 
 def symbolic_gradient(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix, i: int) -> sp.Matrix:
-    """The chain-rule gradient 2 P_{>i}^T E Sigma P_{<i}^T for slice i (1-based), SymPy."""
+    """The chain-rule gradient 2 P_{>i}^T E Sigma P_{<i}^T for slice i (1-based), SymPy.
+
+    Examples
+    --------
+    >>> A, R, S = symbolic_weights(1, 1)
+    >>> symbolic_gradient(A, R, S, 1).shape
+    (1, 1)
+    """
     ell = len(A)
     if not (isinstance(i, int) and 1 <= i <= ell):
         raise ValueError(f"i must be an int in [1, {ell}], got {i!r}")

@@ -7,33 +7,43 @@ traditional weight normalization (Salimans & Kingma 2016) uses ``k = 1``.
 Exact part (SymPy): :func:`sphere_area` in both conventions, :func:`wallis`, the constant
 K_n as printed in the paper (:func:`k_printed`, main text eq. 20 or appendix eq. 171) and as
 derived (:func:`k_constant`, the Beta integral of the squared first coordinate of a uniform
-unit vector). Sampling part (torch): rows from several laws (:func:`rows`),
-:func:`normalize_rows`, :func:`weight_normalized` (an :data:`eit.sample.laws.Initializer`
-returning ``k * W_hat``, usable in :func:`eit.sample.mlp.relu_mlp`) and :func:`layer_sq_ratio`
-(Monte Carlo of ||v||^2/||u||^2 for Theorem 4 and Proposition 2).
+unit vector).
 
-Networks: :func:`wn_relu_mlp` (forward and backward pass with per-sample gradients with
-respect to the un-normalized weights, eqs. 24-28) and :func:`prop3_sq_norm` (Proposition 3).
-
-API (stable): ``sphere_area, wallis, k_printed, k_constant, LAWS, rows, normalize_rows,
-proposed_gain, weight_normalized, layer_sq_ratio, WNStats, wn_relu_mlp, prop3_sq_norm,
-residual_sq_ratio``. :func:`residual_sq_ratio` propagates the residual networks of Appendix A
-(plain or weight-normalized blocks).
+Sampling part: the row laws, :func:`normalize_rows`, :func:`proposed_gain` and the one
+:func:`weight_normalized` law live in :mod:`eit.sample.laws` (re-exported here). This module
+keeps the paper's own constructions: :func:`layer_sq_ratio` (one layer, Theorem 4 and
+Proposition 2), :func:`prop3_sq_norm` (Proposition 3), and, over the engine
+(:func:`eit.sample.engine.trace`), :func:`wn_network` / :func:`wn_relu_mlp` (eq. 18, with the
+gradients of the un-normalized weights, eqs. 24-28), :func:`log_grad_ratio` (Figure 4's ratio)
+and :func:`residual_sq_ratio` (Appendix A).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import sympy as sp
 import torch
 
 from ..core import validate as v
-from ..core.device import DTYPE, device, rand, randn
-from ..sample.laws import Initializer
+from ..core.device import DTYPE, device
+from ..sample.engine import trace
+from ..sample.laws import (
+    LAWS,
+    Initializer,
+    RowLaw,
+    he,
+    normalize_rows,
+    proposed_gain,
+    rows,
+    standard_normal,
+    standard_uniform,
+    weight_normalized,
+)
+from ..sample.layers import Dense, ReLU, Residual, Serial, WeightNorm, serial
+from ..sample.traces import Trace
 
 Convention = Literal["ambient", "intrinsic"]
 Source = Literal["main", "appendix"]
@@ -47,6 +57,11 @@ def sphere_area(q, convention: Convention = "ambient") -> sp.Expr:
     ``'ambient'``: the sphere in R^q, S_q = 2 pi^(q/2) / Gamma(q/2) (so S_2 = 2 pi, S_3 = 4 pi).
     ``'intrinsic'``: the q-dimensional sphere S^q in R^(q+1), i.e. the ambient S_(q+1)
     (so S_1 = 2 pi, S_2 = 4 pi, and S_0 = 2 counts the two points of S^0).
+
+    Examples
+    --------
+    >>> sphere_area(3)
+    4*pi
     """
     if convention not in ("ambient", "intrinsic"):
         raise ValueError(f"convention must be 'ambient' or 'intrinsic', got {convention!r}")
@@ -59,6 +74,11 @@ def wallis(q) -> sp.Expr:
     """W_q = int_0^(pi/2) sin^q(theta) d theta = sqrt(pi) Gamma((q+1)/2) / (2 Gamma(q/2 + 1)).
 
     The closed form of the Beta integral; it satisfies W_q = (q-1)/q W_(q-2), eq. (183).
+
+    Examples
+    --------
+    >>> wallis(2)
+    pi/4
     """
     q = sp.sympify(q)
     return sp.sqrt(sp.pi) * sp.gamma((q + 1) / 2) / (2 * sp.gamma(q / 2 + 1))
@@ -87,6 +107,11 @@ def k_printed(n: int, source: Source = "main", convention: Convention = "intrins
     is read as the pattern's factors up to (n-2)/(n-1) (the only reading that defines it):
     odd n gives prod_{j<=(n-3)/2} 2j/(2j+1), even n gives prod_{j<=(n-2)/2} (2j-1)/(2j) * pi/2.
     Empty products are 1. ``convention`` fixes what S_n means (see :func:`sphere_area`).
+
+    Examples
+    --------
+    >>> k_printed(2)
+    1
     """
     n = _int_n("n", n)
     if source not in ("main", "appendix"):
@@ -109,6 +134,11 @@ def k_constant(n) -> sp.Expr:
     For n >= 2, t has density (1-t^2)^((n-3)/2) / B(1/2, (n-1)/2) on [-1, 1], and
     E[t^2] = B(3/2, (n-1)/2) / B(1/2, (n-1)/2) = 1/n; for n = 1, t = +-1. Hence K_n = 1.
     ``n`` may be an int >= 1 or a positive SymPy symbol (then n >= 2 is assumed).
+
+    Examples
+    --------
+    >>> k_constant(5)
+    1
     """
     if isinstance(n, sp.Symbol):
         if not n.is_positive:
@@ -125,80 +155,8 @@ def k_constant(n) -> sp.Expr:
 
 # ---------------------------------------------------------------------------- sampling part
 
-#: Row laws: isotropic ones (``gaussian``, ``sphere``, ``student_t``) and two controls that
-#: are not isotropic (``cube``: i.i.d. U(-1, 1) entries; ``elongated``: Gaussian whose first
-#: coordinate has standard deviation 2).
-LAWS = ("gaussian", "sphere", "student_t", "cube", "elongated")
-Law = Literal["gaussian", "sphere", "student_t", "cube", "elongated"]
-
-
-def rows(n_nets: int, fan_out: int, fan_in: int, *, gen: torch.Generator,
-         law: Law = "gaussian", df: int = 3, dtype: torch.dtype = DTYPE) -> torch.Tensor:
-    """Un-normalized weight matrices ``(n_nets, fan_out, fan_in)`` with i.i.d. rows of a law.
-
-    ``gaussian``: N(0, I). ``sphere``: uniform on the sphere of radius sqrt(fan_in).
-    ``student_t``: multivariate t with ``df`` degrees of freedom, g / sqrt(chi2_df / df) with
-    one chi-squared per row (isotropic, heavy-tailed). ``cube``, ``elongated``: see :data:`LAWS`.
-    """
-    n_nets, fan_out, fan_in = (v.positive_int("n_nets", n_nets),
-                               v.positive_int("fan_out", fan_out),
-                               v.positive_int("fan_in", fan_in))
-    if law not in LAWS:
-        raise ValueError(f"law must be one of {LAWS}, got {law!r}")
-    df = v.positive_int("df", df)
-    if law == "cube":
-        return 2.0 * rand(n_nets, fan_out, fan_in, gen=gen, dtype=dtype) - 1.0
-    g = randn(n_nets, fan_out, fan_in, gen=gen, dtype=dtype)
-    if law == "sphere":
-        return math.sqrt(fan_in) * g / g.norm(dim=-1, keepdim=True)
-    if law == "student_t":
-        chi2 = randn(n_nets, fan_out, df, gen=gen, dtype=dtype).square().sum(-1, keepdim=True)
-        return g / torch.sqrt(chi2 / df)
-    if law == "elongated":
-        g[..., 0] *= 2.0
-    return g
-
-
-def normalize_rows(w: torch.Tensor) -> torch.Tensor:
-    """W_hat: every row of ``w`` divided by its Euclidean norm, eq. (19)."""
-    w = v.tensor("w", w, ndim=(2, 3))
-    norms = w.norm(dim=-1, keepdim=True)
-    if (norms == 0).any():
-        raise ValueError("w has a zero row, which cannot be normalized")
-    return w / norms
-
-
-def proposed_gain(fan_in: int, fan_out: int, gamma: float = 2.0) -> float:
-    """The gain k = sqrt(gamma fan_in / fan_out): Corollary 2 and eq. (30) of Arpit & Bengio
-    (2019) with gamma = 2; Arpit, Campos & Bengio (2019) use gamma = 1 without a ReLU and
-    gamma = 1/B on the last layer of a residual block."""
-    fan_in, fan_out = v.positive_int("fan_in", fan_in), v.positive_int("fan_out", fan_out)
-    return math.sqrt(v.positive_float("gamma", gamma) * fan_in / fan_out)
-
-
-def weight_normalized(gain: float | Callable[[int, int], float] = proposed_gain,
-                      law: Law = "gaussian") -> Initializer:
-    """An :data:`~eit.sample.laws.Initializer` returning the effective matrix ``k W_hat``.
-
-    ``gain`` is a number (1.0 for traditional weight normalization) or a rule
-    ``gain(fan_in, fan_out)`` (default :func:`proposed_gain`). Passing the result to
-    :func:`eit.sample.mlp.relu_mlp` propagates a weight-normalized network, eq. (18); the
-    gradient it reports is with respect to the effective matrix, i.e. ||dl/dW_hat|| / k.
-    """
-    if law not in LAWS:
-        raise ValueError(f"law must be one of {LAWS}, got {law!r}")
-    if callable(gain):
-        rule = gain
-    else:
-        k = v.positive_float("gain", gain)
-        rule = lambda fan_in, fan_out: k  # noqa: E731
-
-    def init(n_nets: int, fan_out: int, fan_in: int, gen: torch.Generator) -> torch.Tensor:
-        w = normalize_rows(rows(n_nets, fan_out, fan_in, gen=gen, law=law))
-        return rule(fan_in, fan_out) * w
-
-    init.__name__ = f"weight_normalized_{law}"
-    return init
+#: The row laws of Theorem 4 and its controls (:data:`eit.sample.laws.LAWS`).
+Law = RowLaw
 
 
 def layer_sq_ratio(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
@@ -209,91 +167,120 @@ def layer_sq_ratio(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator
     ``mask='relu'``: v = ReLU(k R_hat u) (Theorem 4). ``mask='bernoulli'``: v = k (R_hat u) * z
     with z_i ~ Bernoulli(1/2) independent of R (Proposition 2). R has ``m`` i.i.d. rows of
     ``law`` in R^n, n = len(u); the default gain is k = sqrt(2n/m). The expectation is K_n.
-    Rows are materialized in chunks of at most ``chunk`` entries.
+    At most ``chunk`` row entries are held at once (networks and rows are split).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n_nets,)``.
+
+    References
+    ----------
+    Arpit & Bengio (2019), Theorem 4 and Proposition 2.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> layer_sq_ratio(torch.ones(3, dtype=torch.float64), 8, n_nets=4, gen=generator(0)).shape
+    torch.Size([4])
     """
     u = v.tensor("u", u, ndim=1).to(device=device(), dtype=DTYPE)
     m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
     chunk = v.positive_int("chunk", chunk)
     if mask not in ("relu", "bernoulli"):
         raise ValueError(f"mask must be 'relu' or 'bernoulli', got {mask!r}")
+    if law not in LAWS:
+        raise ValueError(f"law must be one of {LAWS}, got {law!r}")
     n = u.numel()
     if not bool((u != 0).any()):
         raise ValueError("u must be a non-zero vector")
     k = proposed_gain(n, m) if gain is None else v.positive_float("gain", gain)
-    per = max(1, chunk // (m * n))
-    out = []
-    for start in range(0, n_nets, per):
-        b = min(per, n_nets - start)
-        a = k * torch.matmul(normalize_rows(rows(b, m, n, gen=gen, law=law)), u)
-        if mask == "relu":
-            a = a.clamp_min(0)
-        else:
-            a = a * (rand(b, m, gen=gen) < 0.5)
-        out.append(a.square().sum(-1))
-    return torch.cat(out) / u.square().sum()
+    units = m if law == "orthogonal" else max(1, min(m, chunk // n))
+    nets = max(1, min(n_nets, chunk // (units * n)))
+    v.memory("chunk", 8.0 * 3 * nets * units * n)
+    total = torch.zeros(n_nets, dtype=DTYPE, device=device())
+    for start in range(0, n_nets, nets):
+        b = min(nets, n_nets - start)
+        for first in range(0, m, units):
+            w = min(units, m - first)
+            a = k * torch.matmul(normalize_rows(rows(b, w, n, gen=gen, law=law)), u)
+            if mask == "relu":
+                a = a.clamp_min(0)
+            else:
+                a = a * (standard_uniform(b, w, gen=gen) < 0.5)
+            total[start:start + b] += a.square().sum(-1)
+    return total / u.square().sum()
 
 
+def wn_network(widths: Sequence[int], *, gain: float | Callable[[int, int], float] | None = None,
+               law: Law = "gaussian", row_norm: float | None = 1.0) -> Serial:
+    """The weight-normalized ReLU network of eq. (18) as a layer description.
 
+    One element ``serial(WeightNorm(n_l, rows=law, gain=gain, row_norm=row_norm), ReLU())``
+    per layer; ``gain`` None is the proposed sqrt(2 fan_in / fan_out) (eq. 30).
 
-# ----------------------------------------------------------- weight-normalized network pass
-
-
-@dataclass(frozen=True)
-class WNStats:
-    """Per-layer norms of weight-normalized ReLU networks (natural logarithms).
-
-    ``log_h[l]``: log ||h^l||, l = 0..L, shape (L+1, n_nets, N). ``log_delta[l-1]``:
-    log ||dl/da^l||, l = 1..L. ``log_grad_w[l-1]``: log ||dl/dW^l||_F for the *un-normalized*
-    weights W^l (eqs. 27-28), per sample. ``gains``: k_1..k_L; ``fans``: n_0..n_L.
+    Examples
+    --------
+    >>> wn_network([4, 4]).widths(2)
+    (2, 4, 4)
     """
-
-    log_h: torch.Tensor
-    log_delta: torch.Tensor
-    log_grad_w: torch.Tensor
-    gains: tuple[float, ...]
-    fans: tuple[int, ...]
-
-    @property
-    def log_h_ratio(self) -> torch.Tensor:
-        """log(||h^l|| / ||x||), l = 0..L."""
-        return self.log_h - self.log_h[0]
-
-    @property
-    def log_grad_w_hat(self) -> torch.Tensor:
-        """log ||dl/dW_hat^l||_F = log(k_l ||dl/da^l|| ||h^{l-1}||), eq. (24)."""
-        k = torch.tensor(self.gains, dtype=self.log_h.dtype).log().view(-1, 1, 1)
-        return k.to(self.log_h.device) + self.log_delta + self.log_h[:-1]
-
-    def log_grad_ratio(self, which: str = "w") -> torch.Tensor:
-        """log of ||dl/dW^l|| (``'w'``) or ||dl/dW_hat^l|| (``'w_hat'``) over
-        sqrt(2 n_{l-1}/n_l) ||delta|| ||x||, the ratio of Figure 4 (eqs. 22 and 26)."""
-        if which not in ("w", "w_hat"):
-            raise ValueError(f"which must be 'w' or 'w_hat', got {which!r}")
-        num = self.log_grad_w if which == "w" else self.log_grad_w_hat
-        fans = self.fans
-        ref = torch.tensor([0.5 * math.log(2 * a / b) for a, b in zip(fans[:-1], fans[1:])],
-                           dtype=num.dtype, device=num.device).view(-1, 1, 1)
-        return num - ref - self.log_delta[-1] - self.log_h[0]
+    widths = v.widths("widths", widths)
+    return Serial(tuple(serial(WeightNorm(n, law, gain, 2.0, row_norm), ReLU()) for n in widths))
 
 
 def wn_relu_mlp(x: torch.Tensor, widths, *, n_nets: int, gen: torch.Generator,
                 gain: float | Callable[[int, int], float] = proposed_gain,
                 law: Law = "gaussian", row_norm: float | None = 1.0,
-                delta="random") -> WNStats:
+                delta="random") -> Trace:
     """Forward and backward pass of ``n_nets`` weight-normalized ReLU networks, eq. (18).
 
     Layer l computes a^l = k_l W_hat^l h^{l-1}, h^l = ReLU(a^l), with W^l rows i.i.d. from
     ``law``, rescaled to norm ``row_norm`` (the c of Proposition 3; None keeps the law's
-    norms). ``gain``: a number (1.0: traditional weight normalization) or a rule
-    gain(fan_in, fan_out) (default :func:`proposed_gain`). ``delta``: ``'random'`` (dl/da^L
-    standard Gaussian, independent of the network) or a loss head ``loss_grad(h^L)``
-    returning dl/dh^L (e.g. :class:`eit.sample.heads.SoftmaxCrossEntropy`). Per-sample gradients
-    with respect to the un-normalized W^l follow eqs. (27)-(28):
-    ||dl/dW_i|| = k |delta_i| ||(I - W_hat_i W_hat_i^T) h|| / ||W_i||.
-    Weights are kept for the backward pass (depths of tens of layers, widths of thousands).
+    norms). The explicit engine on :func:`wn_network`.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        ``(N, n_0)`` or ``(n_nets, N, n_0)``.
+    widths : sequence of int
+        ``[n_1, ..., n_L]``.
+    n_nets : int
+        The number of networks.
+    gen : torch.Generator
+        The random generator.
+    gain : float or callable
+        A number (1.0: traditional weight normalization) or a rule gain(fan_in, fan_out)
+        (default :func:`proposed_gain`).
+    law : str
+        The row law (:data:`LAWS`).
+    row_norm : float or None
+        The norm c of the un-normalized rows.
+    delta : 'random' or callable
+        ``'random'``: dl/dh^L standard Gaussian, independent of the network (then masked by the
+        last ReLU); or a loss head ``loss_grad(h^L)`` returning dl/dh^L (e.g.
+        :class:`eit.sample.heads.SoftmaxCrossEntropy`).
+
+    Returns
+    -------
+    Trace
+        ``log_h`` (L+1, n_nets, N); ``log_delta`` = log ||dl/da^l||, ``log_grad_w`` =
+        log ||dl/dW^l||_F for the *un-normalized* weights (eqs. 27-28: ||dl/dW_i|| =
+        k |delta_i| ||(I - W_hat_i W_hat_i^T) h|| / ||W_i||), ``log_grad_w_hat`` =
+        log ||dl/dW_hat^l||_F (eq. 24), all per sample, (L, n_nets, N); ``meta['gains']``.
+
+    References
+    ----------
+    Arpit & Bengio (2019), eqs. (18)-(28), Theorems 4-5.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> s = wn_relu_mlp(torch.ones(3, 8, dtype=torch.float64), [16] * 3, n_nets=2,
+    ...                 gen=generator(0))
+    >>> tuple(log_grad_ratio(s, "w").shape)
+    (3, 2, 3)
     """
     widths = v.widths("widths", widths)
-    n_nets = v.positive_int("n_nets", n_nets)
     if law not in LAWS:
         raise ValueError(f"law must be one of {LAWS}, got {law!r}")
     if row_norm is not None:
@@ -305,51 +292,63 @@ def wn_relu_mlp(x: torch.Tensor, widths, *, n_nets: int, gen: torch.Generator,
         rule = lambda fan_in, fan_out: k_const  # noqa: E731
     if not (delta == "random" or callable(delta)):
         raise ValueError(f"delta must be 'random' or a callable, got {delta!r}")
-    x = v.tensor("x", x, ndim=(2, 3)).to(device=device(), dtype=DTYPE)
-    h = x.unsqueeze(0).expand(n_nets, -1, -1) if x.ndim == 2 else x
-    if h.shape[0] != n_nets:
-        raise ValueError(f"x has {h.shape[0]} networks on axis 0 but n_nets = {n_nets}")
-    fans = [h.shape[-1], *widths]
-    gains, w_hats, w_norms, pre, hs = [], [], [], [], [h]
-    for fan_in, fan_out in zip(fans[:-1], fans[1:], strict=True):
-        w = rows(n_nets, fan_out, fan_in, gen=gen, law=law)
-        norms = w.norm(dim=-1)
-        w_hat = w / norms.unsqueeze(-1)
-        k = float(rule(fan_in, fan_out))
-        a = k * torch.matmul(h, w_hat.transpose(-2, -1))
-        h = a.clamp_min(0)
-        gains.append(k)
-        w_hats.append(w_hat)
-        w_norms.append(norms if row_norm is None else torch.full_like(norms, row_norm))
-        pre.append(a)
-        hs.append(h)
-    g = randn(*h.shape, gen=gen) if delta == "random" else delta(h)
-    g = (pre[-1] > 0) * g
-    deltas = [g]
-    for l in range(len(widths) - 1, 0, -1):
-        g = (pre[l - 1] > 0) * (gains[l] * torch.matmul(g, w_hats[l]))
-        deltas.append(g)
-    deltas = deltas[::-1]
-    grads = []
-    for l, d in enumerate(deltas):
-        h_prev, a = hs[l], pre[l]
-        k = gains[l]
-        # ||(I - w w^T) h||^2 = ||h||^2 - (w.h)^2 and w.h = a / k
-        perp = (h_prev.square().sum(-1, keepdim=True) - (a / k).square()).clamp_min(0)
-        sq = (k**2 * d.square() * perp / w_norms[l].square().unsqueeze(-2)).sum(-1)
-        grads.append(0.5 * torch.log(sq))
-    log_h = torch.stack([t.norm(dim=-1).log() for t in hs])
-    log_delta = torch.stack([d.norm(dim=-1).log() for d in deltas])
-    return WNStats(log_h, log_delta, torch.stack(grads), tuple(gains), tuple(fans))
+    net = wn_network(widths, gain=rule, law=law, row_norm=row_norm)
+    t = trace(net, x, n_nets=n_nets, gen=gen, backward=delta)
+    fans = t.widths
+    gains = tuple(float(rule(a, b)) for a, b in zip(fans[:-1], fans[1:], strict=True))
+    return t.with_meta(gains=gains)
+
+
+def log_grad_ratio(stats: Trace, which: str = "w") -> torch.Tensor:
+    """The ratio of Figure 4: log of ||dl/dW^l|| (``'w'``) or ||dl/dW_hat^l|| (``'w_hat'``)
+    over sqrt(2 n_{l-1}/n_l) ||delta|| ||x|| (eqs. 22 and 26), shape (L, n_nets, N).
+
+    ``stats`` is a :func:`wn_relu_mlp` trace; delta = dl/da^L.
+
+    Raises
+    ------
+    eit.sample.traces.UndefinedRatio
+        Where ||delta|| or ||x|| is 0.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> s = wn_relu_mlp(torch.ones(1, 4, dtype=torch.float64), [4], n_nets=1,
+    ...                 gen=generator(0))
+    >>> log_grad_ratio(s, "w_hat").shape
+    torch.Size([1, 1, 1])
+    """
+    if which not in ("w", "w_hat"):
+        raise ValueError(f"which must be 'w' or 'w_hat', got {which!r}")
+    if not isinstance(stats, Trace):
+        raise TypeError(f"stats must be a Trace of wn_relu_mlp, got {type(stats).__name__}")
+    num = stats.stat("log_grad_w" if which == "w" else "log_grad_w_hat")
+    fans = stats.widths
+    ref = torch.tensor([0.5 * math.log(2 * a / b) for a, b in zip(fans[:-1], fans[1:])],
+                       dtype=num.dtype, device=num.device).view(-1, 1, 1)
+    from ..sample.traces import _ratio
+
+    return _ratio(num - ref, stats.stat("log_delta")[-1] + stats.log_h[0], "log_grad_ratio")
 
 
 def prop3_sq_norm(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
                   law: Law = "gaussian", row_norm: float | None = 1.0,
                   z: str = "bernoulli") -> torch.Tensor:
-    """||M||_F^2 of Proposition 3 for ``n_nets`` draws: M = sqrt(2n/m) diag(z) H with rows
-    H_i = (I - R_hat_i R_hat_i^T) u / ||R_i||, R_i i.i.d. from ``law`` rescaled to norm
-    ``row_norm`` (c; None keeps the law's norms), z independent of R: ``'bernoulli'``
-    (Bernoulli(1/2)) or ``'gaussian'`` (standard normal). Divided by ||u||^2.
+    """||M||_F^2 / ||u||^2 of Proposition 3 for ``n_nets`` draws.
+
+    M = sqrt(2n/m) diag(z) H with rows H_i = (I - R_hat_i R_hat_i^T) u / ||R_i||, R_i i.i.d.
+    from ``law`` rescaled to norm ``row_norm`` (c; None keeps the law's norms), z independent
+    of R: ``'bernoulli'`` (Bernoulli(1/2)) or ``'gaussian'`` (standard normal).
+
+    References
+    ----------
+    Arpit & Bengio (2019), Proposition 3.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> prop3_sq_norm(torch.ones(3, dtype=torch.float64), 5, n_nets=2, gen=generator(0)).shape
+    torch.Size([2])
     """
     u = v.tensor("u", u, ndim=1).to(device=device(), dtype=DTYPE)
     m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
@@ -357,6 +356,8 @@ def prop3_sq_norm(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
         raise ValueError(f"z must be 'bernoulli' or 'gaussian', got {z!r}")
     if row_norm is not None:
         row_norm = v.positive_float("row_norm", row_norm)
+    if not bool((u != 0).any()):
+        raise ValueError("u must be a non-zero vector")
     n = u.numel()
     r = rows(n_nets, m, n, gen=gen, law=law)
     norms = r.norm(dim=-1)
@@ -364,9 +365,9 @@ def prop3_sq_norm(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
     perp = (u.square().sum() - proj.square()).clamp_min(0)          # ||(I - P) u||^2
     c2 = norms.square() if row_norm is None else row_norm**2
     if z == "bernoulli":
-        zz = (rand(n_nets, m, gen=gen) < 0.5).to(DTYPE)
+        zz = (standard_uniform(n_nets, m, gen=gen) < 0.5).to(DTYPE)
     else:
-        zz = randn(n_nets, m, gen=gen)
+        zz = standard_normal(n_nets, m, gen=gen)
     return (2 * n / m) * (zz.square() * perp / c2).sum(-1) / u.square().sum()
 
 
@@ -377,33 +378,51 @@ def residual_sq_ratio(x: torch.Tensor, width: int, blocks: int, *, n_nets: int,
 
     h^{b+1} = h^b + gamma F_b(h^b), each F_b a ReLU network of ``block_depth`` square layers
     of ``width`` units (eq. 1, or eq. 30 with ``init=weight_normalized()``), weights from
-    ``init`` (default He with fan-out, N(0, 2/width)). ``gamma`` defaults to 1/B (Theorem 5).
-    ``x``: (N, width), shared by the networks. Returns shape (B+1, n_nets, N).
-    """
-    from ..sample.laws import he
+    ``init`` (default He with fan-out, N(0, 2/width)); ``gamma`` defaults to 1/B (Theorem 5).
+    The explicit engine on ``serial(Residual(F, gamma), ...)``.
 
+    Parameters
+    ----------
+    x : torch.Tensor
+        ``(N, width)``, shared by the networks.
+    width, blocks, n_nets, gen, init, block_depth, gamma
+        As above.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B+1, n_nets, N)``.
+
+    References
+    ----------
+    Arpit & Bengio (2019), Appendix A and Theorem 5.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> residual_sq_ratio(torch.ones(2, 4, dtype=torch.float64), 4, 3, n_nets=2,
+    ...                   gen=generator(0)).shape
+    torch.Size([4, 2, 2])
+    """
     width, blocks = v.positive_int("width", width), v.positive_int("blocks", blocks)
-    n_nets = v.positive_int("n_nets", n_nets)
+    v.positive_int("n_nets", n_nets)
     block_depth = v.positive_int("block_depth", block_depth)
     gamma = 1.0 / blocks if gamma is None else v.positive_float("gamma", gamma)
     init = he("fan_out") if init is None else init
     if not callable(init):
         raise TypeError(f"init must be callable (an Initializer), got {type(init).__name__}")
-    x = v.tensor("x", x, ndim=2).to(device=device(), dtype=DTYPE)
+    x = v.tensor("x", x, ndim=2)
     if x.shape[-1] != width:
         raise ValueError(f"x must have {width} columns (the width), got {x.shape[-1]}")
-    h = x.unsqueeze(0).expand(n_nets, -1, -1)
-    x2 = x.square().sum(-1)
-    out = [h.square().sum(-1) / x2]
-    for _ in range(blocks):
-        g = h
-        for _ in range(block_depth):
-            g = torch.matmul(g, init(n_nets, width, width, gen).transpose(-2, -1)).clamp_min(0)
-        h = h + gamma * g
-        out.append(h.square().sum(-1) / x2)
-    return torch.stack(out)
+    if not bool((x.norm(dim=-1) > 0).all()):
+        raise ValueError("x must have no zero rows")
+    branch = serial(*[layer for _ in range(block_depth) for layer in (Dense(width, init),
+                                                                        ReLU())])
+    net = Serial(tuple(Residual(branch, gamma) for _ in range(blocks)))
+    t = trace(net, x, n_nets=n_nets, gen=gen)
+    return torch.exp(2 * t.log_h_ratio)
 
 
-__all__ = ["sphere_area", "wallis", "k_printed", "k_constant", "LAWS", "rows",
-           "normalize_rows", "proposed_gain", "weight_normalized", "layer_sq_ratio",
-           "WNStats", "wn_relu_mlp", "prop3_sq_norm", "residual_sq_ratio"]
+__all__ = ["LAWS", "k_constant", "k_printed", "layer_sq_ratio", "log_grad_ratio",
+           "normalize_rows", "prop3_sq_norm", "proposed_gain", "residual_sq_ratio", "rows",
+           "sphere_area", "wallis", "weight_normalized", "wn_network", "wn_relu_mlp"]

@@ -7,14 +7,14 @@ unit sphere; rows of a Haar orthogonal matrix are the paper's second choice. The
 is ``g = sqrt(gamma * fan_in / fan_out)`` with ``gamma = 2`` before a ReLU (Theorem 1) and
 ``gamma = 1`` otherwise; the last layer of a residual block takes ``gamma = 1/B`` (Section 4).
 
-Every pass is batched over ``n_nets`` independent networks (no Python loop over networks) and
-tracks *log-norms*: ReLU networks with zero biases, residual or not, are positively
-homogeneous, so rescaling the state to unit length after every layer or block and
-accumulating the log-length is exact and keeps depth from overflowing. The backward passes
-re-draw each weight matrix from the generator state saved in the forward pass.
+The laws (:func:`directions`, :func:`weight_normalized`, :func:`proposed_gain`, the Haar
+sampler) live in :mod:`eit.sample.laws`; the networks are layer descriptions
+(:func:`wn_resnet_net`, :func:`wn_stage_net`) run by the explicit engine
+(:func:`eit.sample.engine.trace`), which returns one :class:`~eit.sample.traces.Trace`.
 
-This module also holds the *trainable* weight-normalized ResNet of the curvature experiment
-(Table 2): its parameters ``(v, g, b)`` and the paper's four initializations.
+This module also holds the *trainable* weight-normalized networks of the curvature and
+robustness experiments (Tables 2-3, Figure 2): their parameters ``(v, g, b)`` and the paper's
+initializations.
 """
 
 from __future__ import annotations
@@ -28,87 +28,25 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device, rand, randn
-from ..sample.laws import Initializer, sphere_rows
-from ..sample.mlp import _normalize
-from .weightnorm import normalize_rows as unit_rows
-from .weightnorm import proposed_gain
-
-Direction = Literal["sphere", "orthogonal"]
-DIRECTIONS = ("sphere", "orthogonal")
-
-
-def haar_orthogonal(n_nets: int, fan_out: int, fan_in: int, *,
-                    gen: torch.Generator) -> torch.Tensor:
-    """Haar (semi-)orthogonal matrices by Cholesky QR, twice (CholeskyQR2).
-
-    The same law, and up to rounding the same matrices, as
-    :func:`eit.sample.laws.haar_orthogonal` (QR of a Gaussian matrix with R_ii > 0,
-    Mezzadri 2007): with G = Q R, R is the transposed Cholesky factor of G^T G, which has a
-    positive diagonal. It is several times faster for batches of large matrices on a CPU; the
-    second pass restores orthogonality to rounding error. Draws too ill-conditioned for it
-    (Cholesky failure or orthogonality error above 1e-10, which happens for near-square
-    matrices) are redone by Householder QR. Rows are orthonormal when fan_out <= fan_in,
-    columns otherwise.
-    """
-    n_nets = v.positive_int("n_nets", n_nets)
-    fan_out, fan_in = v.positive_int("fan_out", fan_out), v.positive_int("fan_in", fan_in)
-    tall = fan_out >= fan_in
-    rows, cols = (fan_out, fan_in) if tall else (fan_in, fan_out)
-    g = randn(n_nets, rows, cols, gen=gen)
-    q, ok = g, torch.ones(n_nets, dtype=torch.bool, device=g.device)
-    for _ in range(2):
-        chol, info = torch.linalg.cholesky_ex(q.transpose(-2, -1) @ q)
-        ok &= info == 0
-        chol = torch.where(ok[:, None, None], chol, torch.eye(cols, dtype=g.dtype, device=g.device))
-        q = torch.linalg.solve_triangular(chol, q.transpose(-2, -1), upper=False)
-        q = q.transpose(-2, -1)
-    eye = torch.eye(cols, dtype=g.dtype, device=g.device)
-    ok &= ((q.transpose(-2, -1) @ q - eye).abs().amax(dim=(-2, -1)) < 1e-10)
-    if not bool(ok.all()):  # ill-conditioned draws (near-square matrices): Householder QR
-        bad = ~ok
-        qq, rr = torch.linalg.qr(g[bad])
-        q[bad] = qq * torch.sign(torch.diagonal(rr, dim1=-2, dim2=-1)).unsqueeze(-2)
-    return q if tall else q.transpose(-2, -1)
+from ..sample.engine import trace
+from ..sample.laws import (
+    DIRECTIONS,
+    Direction,
+    directions,
+    haar_orthogonal,
+    proposed_gain,
+    standard_uniform,
+    weight_normalized,
+)
+from ..sample.laws import normalize_rows as unit_rows
+from ..sample.layers import Dense, ReLU, Residual, Serial, serial
+from ..sample.traces import Trace
 
 
-def directions(n_nets: int, fan_out: int, fan_in: int, direction: Direction, *,
-               gen: torch.Generator) -> torch.Tensor:
-    """Unit-norm rows, shape (n_nets, fan_out, fan_in).
-
-    ``'sphere'``: rows i.i.d. uniform on the unit sphere, the normalized rows of any isotropic
-    law (He, Gaussian). ``'orthogonal'``: the rows of a Haar (semi-)orthogonal matrix,
-    normalized; with fan_out <= fan_in they are orthonormal, with fan_out > fan_in (more rows
-    than dimensions, no orthogonal rows exist) the matrix has orthonormal columns and its rows
-    are rescaled to unit norm, as weight normalization does.
-    """
-    if direction == "sphere":
-        return sphere_rows(n_nets, fan_out, fan_in, gen=gen)
-    if direction == "orthogonal":
-        q = haar_orthogonal(n_nets, fan_out, fan_in, gen=gen)
-        return q if fan_out <= fan_in else unit_rows(q)
-    raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
-
-
-def weight_normalized(direction: Direction, *, gain: float | None = None,
-                      gamma: float = 2.0) -> Initializer:
-    """An :data:`~eit.sample.laws.Initializer` for the effective weights g * W_hat.
-
-    ``gain=None`` uses the proposed gain sqrt(gamma fan_in / fan_out); a number is a constant
-    gain (``gain=1.0`` is the common practice, "He weights with g = 1"). Plug it into
-    :func:`eit.sample.mlp.relu_mlp` for weight-normalized MLPs (Figure 1, top).
-    """
+def _direction(direction) -> Direction:
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
-    if gain is not None:
-        gain = v.positive_float("gain", gain)
-    gamma = v.positive_float("gamma", gamma)
-
-    def init(n_nets: int, fan_out: int, fan_in: int, gen: torch.Generator) -> torch.Tensor:
-        g = proposed_gain(fan_in, fan_out, gamma) if gain is None else gain
-        return g * directions(n_nets, fan_out, fan_in, direction, gen=gen)
-
-    init.__name__ = f"wn_{direction}_{'proposed' if gain is None else gain}"
-    return init
+    return direction
 
 
 def _vector(name: str, u) -> torch.Tensor:
@@ -119,12 +57,26 @@ def forward_layer_ratio(u: torch.Tensor, m: int, direction: Direction, *, n_nets
                         gen: torch.Generator, gain: float | None = None) -> torch.Tensor:
     """||ReLU(g W_hat u)||^2 / ||u||^2 for ``n_nets`` independent layers (Theorems 1 and 5).
 
-    ``u`` has n = fan-in entries, W_hat is (m, n); the default gain is sqrt(2n/m).
+    ``u`` has n = fan-in entries, W_hat is (m, n) with rows of ``direction``; the default gain
+    is sqrt(2n/m). Returns ``(n_nets,)``.
+
+    References
+    ----------
+    Arpit, Campos & Bengio (2019), Theorems 1 and 5.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> forward_layer_ratio(torch.ones(4, dtype=torch.float64), 8, "orthogonal", n_nets=3,
+    ...                     gen=generator(0)).shape
+    torch.Size([3])
     """
     u = _vector("u", u)
     m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
+    if not bool((u != 0).any()):
+        raise ValueError("u must be a non-zero vector")
     g = proposed_gain(u.numel(), m) if gain is None else v.positive_float("gain", gain)
-    w = directions(n_nets, m, u.numel(), direction, gen=gen)
+    w = directions(n_nets, m, u.numel(), _direction(direction), gen=gen)
     a = g * torch.matmul(w, u)
     return a.clamp_min(0).square().sum(-1) / u.square().sum()
 
@@ -136,16 +88,30 @@ def backward_layer_ratio(u: torch.Tensor, n: int, direction: Direction, *, n_net
 
     ``u`` has m entries (the fan-out of the layer W_hat, shape (m, n)); z has i.i.d.
     Bernoulli(1/2) entries independent of W_hat. ``mask=False`` drops z (then use gain 1).
+    Returns ``(n_nets,)``.
+
+    References
+    ----------
+    Arpit, Campos & Bengio (2019), Theorems 2 and 6.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> backward_layer_ratio(torch.ones(4, dtype=torch.float64), 8, "sphere", n_nets=3,
+    ...                      gen=generator(0)).shape
+    torch.Size([3])
     """
     u = _vector("u", u)
     n, n_nets = v.positive_int("n", n), v.positive_int("n_nets", n_nets)
     g = v.positive_float("gain", gain)
     if not isinstance(mask, bool):
         raise TypeError(f"mask must be a bool, got {type(mask).__name__}")
-    w = directions(n_nets, u.numel(), n, direction, gen=gen)
+    if not bool((u != 0).any()):
+        raise ValueError("u must be a non-zero vector")
+    w = directions(n_nets, u.numel(), n, _direction(direction), gen=gen)
     out = g * torch.matmul(u, w)  # (n_nets, n)
     if mask:
-        out = out * (rand(n_nets, n, gen=gen) < 0.5)
+        out = out * (standard_uniform(n_nets, n, gen=gen) < 0.5)
     return out.square().sum(-1) / u.square().sum()
 
 
@@ -154,135 +120,111 @@ def backward_layer_ratio(u: torch.Tensor, n: int, direction: Direction, *, n_net
 # ---------------------------------------------------------------------------------------------
 
 
-class _LogRatios:
-    """Log-norm ratios shared by the ResNet statistics: to the input, and to the top gradient."""
-
-    log_h: torch.Tensor
-    log_grad: torch.Tensor | None
-    _backward_call = "backward=True"
-
-    @property
-    def log_h_ratio(self) -> torch.Tensor:
-        """log(||h^i|| / ||x||), i = 0 (the input) to the last block."""
-        return self.log_h - self.log_h[0]
-
-    @property
-    def log_grad_ratio(self) -> torch.Tensor:
-        """log(||dl/dh^i|| / ||dl/dh^out||), i = 0 (the input) to the last block."""
-        if self.log_grad is None:
-            raise ValueError(f"log_grad_ratio needs a backward pass: call {self._backward_call}")
-        return self.log_grad - self.log_grad[-1]
-
-
-@dataclass(frozen=True)
-class ResNetStats(_LogRatios):
-    """Per-block statistics of a batch of weight-normalized ResNets (natural logarithms).
-
-    Shapes: ``(B+1, n_nets, N)`` for ``log_h`` and ``log_grad``, ``(B, n_nets, N)`` otherwise.
-
-    * ``log_h[b]`` = log ||h^b|| (b = 0 is the input);
-    * ``log_f[b]`` = log(||F_b(h^b)|| / ||h^b||), the block's gain *including* its scale;
-    * ``cos_f[b]`` = cos(h^b, F_b(h^b)), the angle Theorem 3 assumes to be 90 degrees;
-    * ``log_grad[b]`` = log ||dl/dh^b|| with dl/dh^B a random Gaussian error vector;
-    * ``log_j[b]`` = log(||J_b^T d|| / ||d||) with d = dl/dh^{b+1}, J_b = dF_b/dh^b;
-    * ``cos_j[b]`` = cos(d, J_b^T d), the angle Theorem 4 assumes to be 90 degrees.
-    """
-
-    _backward_call = "wn_resnet(backward=True)"
-
-    log_h: torch.Tensor
-    log_f: torch.Tensor
-    cos_f: torch.Tensor
-    log_grad: torch.Tensor | None = None
-    log_j: torch.Tensor | None = None
-    cos_j: torch.Tensor | None = None
-
-    @property
-    def blocks(self) -> int:
-        return self.log_f.shape[0]
-
-
-
 def _block_gains(name: str, value, blocks: int) -> list[float | None]:
-    if value is None:
-        return [None] * blocks
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [v.positive_float(name, value)] * blocks
-    if isinstance(value, Sequence) and not isinstance(value, str) and len(value) == blocks:
-        return [v.positive_float(f"{name}[{i}]", g) for i, g in enumerate(value)]
-    raise ValueError(f"{name} must be None, a positive number or {blocks} positive numbers "
-                     f"(one per block), got {value!r}")
+    return [None] * blocks if value is None else v.per_layer(name, value, blocks)
+
+
+def wn_block(d_in: int, d_out: int, hidden: int, direction: Direction, *, g1: float,
+             g2: float, projection: float | None = None) -> Residual:
+    """One block ``h -> P h + FC2(ReLU(FC1 h))`` of weight-normalized layers, zero biases.
+
+    FC1 = g1 W1_hat (hidden x d_in), FC2 = g2 W2_hat (d_out x hidden), rows of ``direction``;
+    P is the identity (``projection=None``, needs d_in = d_out) or a weight-normalized linear
+    layer of gain ``projection`` (a projection shortcut).
+
+    Examples
+    --------
+    >>> wn_block(4, 4, 8, "sphere", g1=1.0, g2=0.5).out_shape((4,))
+    (4,)
+    """
+    direction = _direction(direction)
+    branch = serial(Dense(hidden, weight_normalized(direction, gain=g1)), ReLU(),
+                    Dense(d_out, weight_normalized(direction, gain=g2)))
+    shortcut = None if projection is None else Dense(
+        d_out, weight_normalized(direction, gain=projection))
+    return Residual(branch, 1.0, shortcut)
+
+
+def wn_resnet_net(d: int, hidden: Sequence[int], direction: Direction, *, fc1_gain=None,
+                  fc2_gain=None) -> Serial:
+    """The weight-normalized ResNet of eq. (6) as a layer description, one block per entry.
+
+    Block b maps h (width d) to h + g2 W2_hat ReLU(g1 W1_hat h), W1_hat (n_b, d), W2_hat
+    (d, n_b), n_b = ``hidden[b]``; gains as in :func:`wn_resnet`.
+
+    Examples
+    --------
+    >>> wn_resnet_net(4, [8, 8], "orthogonal").depth
+    2
+    """
+    d = v.positive_int("d", d)
+    hidden = v.widths("hidden", hidden)
+    blocks = len(hidden)
+    g1s = _block_gains("fc1_gain", fc1_gain, blocks)
+    g2s = _block_gains("fc2_gain", fc2_gain, blocks)
+    g1s = [proposed_gain(d, n) if g is None else g for g, n in zip(g1s, hidden, strict=True)]
+    g2s = [proposed_gain(n, d, 1.0 / blocks) if g is None else g
+           for g, n in zip(g2s, hidden, strict=True)]
+    return Serial(tuple(wn_block(d, d, n, direction, g1=a, g2=b)
+                        for n, a, b in zip(hidden, g1s, g2s, strict=True)))
 
 
 def wn_resnet(x: torch.Tensor, hidden: Sequence[int], direction: Direction, *, n_nets: int,
               gen: torch.Generator, fc1_gain=None, fc2_gain=None,
-              backward: bool = False) -> ResNetStats:
+              backward: bool = False) -> Trace:
     """Propagate inputs through ``n_nets`` weight-normalized ResNets (eq. 6, Appendix A.2).
 
     Block b maps h (width d = x.shape[-1]) to F_b(h) = g2 W2_hat ReLU(g1 W1_hat h) with
     W1_hat of shape (n_b, d), W2_hat of shape (d, n_b), n_b = ``hidden[b]``, zero biases; the
     block scale alpha is absorbed in g2 (footnote 5).
 
-    Args:
-        x: inputs ``(N, d)``, shared by all networks.
-        hidden: the hidden width n_b of every block (its length is the number of blocks B).
-        direction: ``'sphere'`` (normalized He/Gaussian rows) or ``'orthogonal'``.
-        fc1_gain: None for the proposed sqrt(2 d / n_b), or a constant, or one per block.
-        fc2_gain: None for the proposed sqrt(n_b / (B d)), or a constant, or one per block.
-        backward: also backpropagate a random Gaussian error vector dl/dh^B.
+    Parameters
+    ----------
+    x : torch.Tensor
+        Inputs ``(N, d)``, shared by all networks.
+    hidden : sequence of int
+        The hidden width n_b of every block (its length is the number of blocks B).
+    direction : str
+        ``'sphere'`` (normalized He/Gaussian rows) or ``'orthogonal'``.
+    n_nets : int
+        The number of networks.
+    gen : torch.Generator
+        The random generator.
+    fc1_gain, fc2_gain
+        None for the proposed sqrt(2 d / n_b) and sqrt(n_b / (B d)), or a constant, or one
+        per block.
+    backward : bool
+        Also backpropagate a random Gaussian error vector dl/dh^B.
+
+    Returns
+    -------
+    Trace
+        ``log_h`` (B+1, n_nets, N); per block ``log_f`` = log(||F_b(h^b)|| / ||h^b||) and
+        ``cos_f`` = cos(h^b, F_b(h^b)) (the angle Theorem 3 assumes to be 90 degrees), and with
+        ``backward``: ``log_grad`` = log ||dl/dh^b`` (B+1 rows), ``log_j`` =
+        log(||J_b^T d|| / ||d||), ``cos_j`` = cos(d, J_b^T d), d = dl/dh^{b+1}.
+
+    References
+    ----------
+    Arpit, Campos & Bengio (2019), eq. (6), Theorems 3-4, Appendix A.2.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> r = wn_resnet(torch.ones(2, 4, dtype=torch.float64), [8] * 3, "orthogonal", n_nets=2,
+    ...               gen=generator(0), backward=True)
+    >>> tuple(r.log_grad_ratio.shape), tuple(r.cos_j.shape)
+    ((4, 2, 2), (3, 2, 2))
     """
-    x = v.tensor("x", x, ndim=2).to(device=device(), dtype=DTYPE)
-    hidden = v.widths("hidden", hidden)
-    n_nets = v.positive_int("n_nets", n_nets)
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    x = v.tensor("x", x, ndim=2)
     if not isinstance(backward, bool):
         raise TypeError(f"backward must be a bool, got {type(backward).__name__}")
-    blocks, d = len(hidden), x.shape[-1]
-    g1s = _block_gains("fc1_gain", fc1_gain, blocks)
-    g2s = _block_gains("fc2_gain", fc2_gain, blocks)
-    g1s = [proposed_gain(d, n) if g is None else g for g, n in zip(g1s, hidden, strict=True)]
-    g2s = [proposed_gain(n, d, 1.0 / blocks) if g is None else g
-           for g, n in zip(g2s, hidden, strict=True)]
-
-    h, log_norm = _normalize(x.unsqueeze(0).expand(n_nets, -1, -1))
-    log_h, log_f, cos_f, states, masks = [log_norm], [], [], [], []
-    for b in range(blocks):
-        states.append(gen.get_state())
-        w1 = g1s[b] * directions(n_nets, hidden[b], d, direction, gen=gen)
-        w2 = g2s[b] * directions(n_nets, d, hidden[b], direction, gen=gen)
-        a1 = torch.matmul(h, w1.transpose(-2, -1))
-        mask = a1 > 0
-        f = torch.matmul(a1.clamp_min(0), w2.transpose(-2, -1))
-        f_unit, log_rf = _normalize(f)
-        log_f.append(log_rf)
-        cos_f.append((h * f_unit).sum(-1))
-        h, log_r = _normalize(h + f)
-        log_norm = log_norm + log_r
-        log_h.append(log_norm)
-        if backward:
-            masks.append(mask)
-    fwd = dict(log_h=torch.stack(log_h), log_f=torch.stack(log_f), cos_f=torch.stack(cos_f))
-    if not backward:
-        return ResNetStats(**fwd)
-
-    g, log_g = _normalize(randn(*h.shape, gen=gen))
-    after = gen.get_state()
-    log_grad, log_j, cos_j = [log_g], [], []
-    for b in range(blocks - 1, -1, -1):
-        gen.set_state(states[b])
-        w1 = g1s[b] * directions(n_nets, hidden[b], d, direction, gen=gen)
-        w2 = g2s[b] * directions(n_nets, d, hidden[b], direction, gen=gen)
-        j = torch.matmul(masks[b] * torch.matmul(g, w2), w1)  # J_b^T g
-        j_unit, log_rj = _normalize(j)
-        log_j.append(log_rj)
-        cos_j.append((g * j_unit).sum(-1))
-        g, log_r = _normalize(g + j)
-        log_g = log_g + log_r
-        log_grad.append(log_g)
-    gen.set_state(after)
-    return ResNetStats(**fwd, log_grad=torch.stack(log_grad[::-1]),
-                       log_j=torch.stack(log_j[::-1]), cos_j=torch.stack(cos_j[::-1]))
+    net = wn_resnet_net(x.shape[-1], hidden, direction, fc1_gain=fc1_gain, fc2_gain=fc2_gain)
+    t = trace(net, x, n_nets=n_nets, gen=gen, backward="random" if backward else None)
+    names = {"log_f": "log_branch", "cos_f": "cos_branch"}
+    if backward:
+        names.update(log_j="log_branch_grad", cos_j="cos_branch_grad")
+    return t.renamed(**names)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,7 +237,15 @@ SCHEMES = ("pytorch", "data_dependent", "hanin", "proposed")
 
 @dataclass
 class WNLayer:
-    """One weight-normalized affine layer: a = g * (v / ||v_i||) h + b (eq. 1), v: (out, in)."""
+    """One weight-normalized affine layer: a = g * (v / ||v_i||) h + b (eq. 1), v: (out, in).
+
+    Examples
+    --------
+    >>> one, zero = torch.ones(2, dtype=torch.float64), torch.zeros(2, dtype=torch.float64)
+    >>> layer = WNLayer(torch.eye(2, dtype=torch.float64), one, zero)
+    >>> layer(torch.ones(1, 2, dtype=torch.float64))
+    tensor([[1., 1.]], dtype=torch.float64)
+    """
 
     v: torch.Tensor
     g: torch.Tensor
@@ -311,7 +261,15 @@ class WNLayer:
 
 @dataclass
 class WNResNet:
-    """Input layer -> B blocks h + FC2(ReLU(FC1(h))) -> output layer, all weight-normalized."""
+    """Input layer -> B blocks h + FC2(ReLU(FC1(h))) -> output layer, all weight-normalized.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> net = wn_resnet_model('proposed', d_in=3, width=4, d_out=2, blocks=2, gen=generator(0))
+    >>> net(torch.ones(5, 3, dtype=torch.float64)).shape
+    torch.Size([5, 2])
+    """
 
     stem: WNLayer
     blocks: list[tuple[WNLayer, WNLayer]]
@@ -356,6 +314,12 @@ def wn_resnet_model(scheme: Scheme, *, d_in: int, width: int, d_out: int, blocks
       on the last layer of block b = 1..B.
     * ``'proposed'``: orthogonal v, g = sqrt(gamma fan_in / fan_out) with gamma = 2 before a
       ReLU, 1 for the stem and the head, 1/B for the last layer of each block; zero biases.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> len(wn_resnet_model('hanin', d_in=3, width=4, d_out=2, blocks=3, gen=generator(0)).blocks)
+    3
     """
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
@@ -411,7 +375,14 @@ MLP_SCHEMES = ("pytorch", "data_dependent", "proposed", "traditional")
 
 @dataclass
 class WNMLP:
-    """Weight-normalized ReLU MLP: h <- ReLU(layer(h)) on every hidden layer, then a linear head."""
+    """Weight-normalized ReLU MLP: h <- ReLU(layer(h)) on every hidden layer, then a linear head.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> wn_mlp_model('traditional', d_in=3, widths=[4, 4], d_out=2, gen=generator(0)).depth
+    2
+    """
 
     hidden: list[WNLayer]
     head: WNLayer
@@ -465,11 +436,17 @@ def wn_mlp_model(scheme: MLPScheme, *, d_in: int, widths: Sequence[int], d_out: 
     * ``'pytorch'``: ``torch.nn.utils.weight_norm`` on default ``nn.Linear`` layers (v and b
       uniform in +-1/sqrt(fan_in), g_i = ||v_i||).
 
-    Random numbers are drawn from ``gen`` (:func:`eit.core.device.generator`) on its own device;
-    everything else, the QR factorizations included, is computed on ``on`` (default
-    :func:`eit.core.device.device`; pass :func:`eit.train.sgd.training_device` to train), so that a
-    CPU generator and ``on`` = CPU give the same network on every machine. The parameters
-    require gradients.
+    Random numbers are drawn from ``gen`` (:func:`eit.core.seeds.generator`) on its own device;
+    the orthogonal factors come from :func:`eit.sample.laws.haar_orthogonal` on the compute
+    device; the parameters live on ``on`` (default :func:`eit.core.device.device`; pass
+    :func:`eit.train.sgd.training_device` to train) and require gradients.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> net = wn_mlp_model("proposed", d_in=4, widths=[8], d_out=2, gen=generator(0))
+    >>> net.depth
+    1
     """
     if scheme not in MLP_SCHEMES:
         raise ValueError(f"scheme must be one of {MLP_SCHEMES}, got {scheme!r}")
@@ -504,10 +481,8 @@ def wn_mlp_model(scheme: MLPScheme, *, d_in: int, widths: Sequence[int], d_out: 
         gain = 1.0 if scheme == "traditional" else proposed_gain(fan_in, fan_out, gamma)
         if direction == "sphere":
             return WNLayer(unit_rows(draw(fan_out, fan_in)), zeros + gain, zeros)
-        tall = fan_out >= fan_in
-        q, r = torch.linalg.qr(draw(fan_out, fan_in) if tall else draw(fan_in, fan_out))
-        q = q * torch.sign(torch.diagonal(r)).unsqueeze(0)
-        return WNLayer(q if tall else q.T, zeros + gain, zeros)
+        q = haar_orthogonal(1, fan_out, fan_in, gen=gen)[0].to(on)
+        return WNLayer(q, zeros + gain, zeros)
 
     sizes = [d_in, *widths]
     net = WNMLP([layer(n_out, n_in, 2.0) for n_in, n_out in zip(sizes, sizes[1:])],
@@ -524,10 +499,10 @@ def wn_mlp_model(scheme: MLPScheme, *, d_in: int, widths: Sequence[int], d_out: 
 
 
 __all__ = ["DIRECTIONS", "MLP_SCHEMES", "SCHEMES", "WNMLP", "Direction", "MLPScheme",
-           "ResNetStats", "Scheme", "WNLayer", "WNResNet",
-           "backward_layer_ratio", "directions", "forward_layer_ratio", "haar_orthogonal",
-           "proposed_gain",
-           "unit_rows", "weight_normalized", "wn_mlp_model", "wn_resnet", "wn_resnet_model"]
+           "Scheme", "WNLayer", "WNResNet", "backward_layer_ratio", "directions",
+           "forward_layer_ratio", "haar_orthogonal", "proposed_gain", "unit_rows",
+           "weight_normalized", "wn_block", "wn_mlp_model", "wn_resnet", "wn_resnet_model",
+           "wn_resnet_net", "wn_stage_net", "wn_stage_resnet"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -535,28 +510,42 @@ __all__ = ["DIRECTIONS", "MLP_SCHEMES", "SCHEMES", "WNMLP", "Direction", "MLPSch
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class StageStats(_LogRatios):
-    """Per-block log-norms of a batch of multi-stage weight-normalized ResNets.
+def wn_stage_net(d_in: int, widths: Sequence[int], blocks: Sequence[int],
+                 direction: Direction, *, gammas: Sequence[float] | None = None) -> Serial:
+    """The multi-stage weight-normalized ResNet of :func:`wn_stage_resnet` as a description.
 
-    ``log_h[i]`` = log ||h^i|| and ``log_grad[i]`` = log ||dl/dh^i|| (shape
-    ``(B_total+1, n_nets, N)``, i = 0 the input); ``boundaries[k]`` is the block index at which
-    stage k ends (``boundaries[0] = 0`` is the input), ``widths[i]`` the width of h^i.
+    Examples
+    --------
+    >>> net = wn_stage_net(3, [4, 6], [2, 1], "sphere")
+    >>> net.widths(3)
+    (3, 4, 4, 6)
     """
-
-    _backward_call = "wn_stage_resnet(backward=True)"
-
-    log_h: torch.Tensor
-    boundaries: tuple[int, ...]
-    widths: tuple[int, ...]
-    log_grad: torch.Tensor | None = None
-
+    widths, blocks = v.widths("widths", widths), v.widths("blocks", blocks)
+    if len(widths) != len(blocks):
+        raise ValueError(f"widths and blocks must have one entry per stage, got {len(widths)} "
+                         f"and {len(blocks)}")
+    if gammas is None:
+        gammas = [1.0 / b for b in blocks]
+    elif (isinstance(gammas, Sequence) and not isinstance(gammas, str)
+          and len(gammas) == len(blocks)):
+        gammas = [v.positive_float(f"gammas[{k}]", g) for k, g in enumerate(gammas)]
+    else:
+        raise ValueError(f"gammas must be None or {len(blocks)} positive numbers (one per "
+                         f"stage), got {gammas!r}")
+    out, d_prev = [], v.positive_int("d_in", d_in)
+    for d_k, b_k, gamma in zip(widths, blocks, gammas, strict=True):
+        for i in range(b_k):
+            proj = proposed_gain(d_prev, d_k, 1.0) if i == 0 and d_prev != d_k else None
+            out.append(wn_block(d_prev, d_k, d_k, direction, g1=proposed_gain(d_prev, d_k),
+                                g2=proposed_gain(d_k, d_k, gamma), projection=proj))
+            d_prev = d_k
+    return Serial(tuple(out))
 
 
 def wn_stage_resnet(x: torch.Tensor, widths: Sequence[int], blocks: Sequence[int],
                     direction: Direction, *, n_nets: int, gen: torch.Generator,
                     gammas: Sequence[float] | None = None,
-                    backward: bool = False) -> StageStats:
+                    backward: bool = False) -> Trace:
     """``n_nets`` weight-normalized ResNets with K stages and projection shortcuts.
 
     Stage k (k = 0..K-1) has residual width ``widths[k]`` and ``blocks[k]`` blocks
@@ -567,78 +556,49 @@ def wn_stage_resnet(x: torch.Tensor, widths: Sequence[int], blocks: Sequence[int
     in Section 4: sqrt(2 fan_in/fan_out) on FC1 and sqrt(gamma_k fan_in/fan_out) on FC2, with
     gamma_k = 1/B_k (the stage-wise scaling) unless ``gammas`` gives one per stage.
 
-    Args:
-        x: inputs ``(N, d_in)``, shared by all networks.
-        widths: the residual width of each stage.
-        blocks: the number of blocks B_k of each stage (same length as ``widths``).
-        direction: ``'sphere'`` (normalized He/Gaussian rows) or ``'orthogonal'``.
-        gammas: None for 1/B_k, or one positive gamma per stage.
-        backward: also backpropagate a random Gaussian error vector dl/dh^out.
+    Parameters
+    ----------
+    x : torch.Tensor
+        Inputs ``(N, d_in)``, shared by all networks.
+    widths : sequence of int
+        The residual width of each stage.
+    blocks : sequence of int
+        The number of blocks B_k of each stage (same length as ``widths``).
+    direction : str
+        ``'sphere'`` (normalized He/Gaussian rows) or ``'orthogonal'``.
+    n_nets : int
+        The number of networks.
+    gen : torch.Generator
+        The random generator.
+    gammas : sequence of float or None
+        None for 1/B_k, or one positive gamma per stage.
+    backward : bool
+        Also backpropagate a random Gaussian error vector dl/dh^out.
+
+    Returns
+    -------
+    Trace
+        ``log_h`` and (with ``backward``) ``log_grad``, shape ``(B_total+1, n_nets, N)``;
+        ``widths[i]`` is the width of h^i and ``meta['boundaries'][k]`` the block index at
+        which stage k ends (``boundaries[0] = 0`` is the input).
+
+    References
+    ----------
+    Arpit, Campos & Bengio (2019), Section 4 and footnote 5.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> r = wn_stage_resnet(torch.ones(2, 3, dtype=torch.float64), [4, 6], [2, 1], "sphere",
+    ...                     n_nets=2, gen=generator(0))
+    >>> r.boundaries, r.widths
+    ((0, 2, 3), (3, 4, 4, 6))
     """
-    x = v.tensor("x", x, ndim=2).to(device=device(), dtype=DTYPE)
-    widths, blocks = v.widths("widths", widths), v.widths("blocks", blocks)
-    if len(widths) != len(blocks):
-        raise ValueError(f"widths and blocks must have one entry per stage, got {len(widths)} "
-                         f"and {len(blocks)}")
-    n_nets = v.positive_int("n_nets", n_nets)
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
-    if gammas is None:
-        gammas = [1.0 / b for b in blocks]
-    elif (isinstance(gammas, Sequence) and not isinstance(gammas, str)
-          and len(gammas) == len(blocks)):
-        gammas = [v.positive_float(f"gammas[{k}]", g) for k, g in enumerate(gammas)]
-    else:
-        raise ValueError(f"gammas must be None or {len(blocks)} positive numbers (one per "
-                         f"stage), got {gammas!r}")
+    x = v.tensor("x", x, ndim=2)
     if not isinstance(backward, bool):
         raise TypeError(f"backward must be a bool, got {type(backward).__name__}")
-
-    # one spec per block: (d_in, d_out, hidden, g1, g2, projection gain or None)
-    specs, d_prev = [], x.shape[-1]
-    for d_k, b_k, gamma in zip(widths, blocks, gammas, strict=True):
-        for i in range(b_k):
-            proj = proposed_gain(d_prev, d_k, 1.0) if i == 0 and d_prev != d_k else None
-            specs.append((d_prev, d_k, d_k, proposed_gain(d_prev, d_k),
-                          proposed_gain(d_k, d_k, gamma), proj))
-            d_prev = d_k
-    boundaries = tuple(int(s) for s in torch.tensor([0, *blocks]).cumsum(0))
-    block_widths = (x.shape[-1], *(s[1] for s in specs))
-
-    def draw(spec):
-        d_in, d_out, hid, g1, g2, gp = spec
-        w1 = g1 * directions(n_nets, hid, d_in, direction, gen=gen)
-        w2 = g2 * directions(n_nets, d_out, hid, direction, gen=gen)
-        p = None if gp is None else gp * directions(n_nets, d_out, d_in, direction, gen=gen)
-        return w1, w2, p
-
-    h, log_norm = _normalize(x.unsqueeze(0).expand(n_nets, -1, -1))
-    log_h, states, masks = [log_norm], [], []
-    for spec in specs:
-        states.append(gen.get_state())
-        w1, w2, p = draw(spec)
-        a1 = torch.matmul(h, w1.transpose(-2, -1))
-        f = torch.matmul(a1.clamp_min(0), w2.transpose(-2, -1))
-        skip = h if p is None else torch.matmul(h, p.transpose(-2, -1))
-        h, log_r = _normalize(skip + f)
-        log_norm = log_norm + log_r
-        log_h.append(log_norm)
-        if backward:
-            masks.append(a1 > 0)
-    if not backward:
-        return StageStats(torch.stack(log_h), boundaries, block_widths)
-
-    g, log_g = _normalize(randn(*h.shape, gen=gen))
-    after = gen.get_state()
-    log_grad = [log_g]
-    for i in range(len(specs) - 1, -1, -1):
-        gen.set_state(states[i])
-        w1, w2, p = draw(specs[i])
-        j = torch.matmul(masks[i] * torch.matmul(g, w2), w1)
-        skip = g if p is None else torch.matmul(g, p)
-        g, log_r = _normalize(skip + j)
-        log_g = log_g + log_r
-        log_grad.append(log_g)
-    gen.set_state(after)
-    return StageStats(torch.stack(log_h), boundaries, block_widths,
-                      log_grad=torch.stack(log_grad[::-1]))
+    net = wn_stage_net(x.shape[-1], widths, blocks, _direction(direction), gammas=gammas)
+    t = trace(net, x, n_nets=n_nets, gen=gen, backward="random" if backward else None)
+    counts = v.widths("blocks", blocks)
+    boundaries = tuple(int(b) for b in torch.tensor([0, *counts]).cumsum(0))
+    return t.with_meta(boundaries=boundaries)

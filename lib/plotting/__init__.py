@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import matplotlib as mpl
+import matplotlib.lines as mlines
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib import cbook
 
 STYLE = {
     "figure.figsize": (6.4, 3.8),
@@ -20,6 +22,9 @@ STYLE = {
     "lines.linewidth": 1.6,
 }
 THEORY = {"color": "black", "linestyle": "--", "linewidth": 1.4}
+
+
+__all__ = ["STYLE", "THEORY", "use_style", "measured", "theory", "subplots"]
 
 
 def use_style() -> None:
@@ -47,7 +52,8 @@ def measured(ax, x, y, se=None, *, label: str, **kw):
 
 def theory(ax, x, y, *, label: str, **kw):
     """A theory curve, drawn dashed in black unless told otherwise."""
-    style = {**THEORY, **kw}
+    # aliases ("ls", "lw", "c") given by a chapter override the defaults' full names
+    style = {**THEORY, **cbook.normalize_kwargs(kw, mlines.Line2D)}
     return ax.plot(_np(x), _np(y), label=label, **style)
 
 

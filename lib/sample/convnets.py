@@ -22,7 +22,9 @@ import torch.nn.functional as F
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
+from .engine import trace
 from .laws import Initializer
+from .layers import Conv, ReLU, Serial, serial
 
 _PADDINGS = ("circular", "zeros")
 
@@ -47,62 +49,81 @@ def _box_sum(e: torch.Tensor, kernel: int, padding: str) -> torch.Tensor:
     return F.conv2d(flat, ones).reshape(shape)
 
 
-def conv_relu_lengths(image: torch.Tensor, channels: Sequence[int], init: Initializer, *,
-                      n_nets: int, gen: torch.Generator, kernel: int = 3,
-                      padding: str = "zeros") -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-layer squared lengths of ``n_nets`` random convolutional ReLU nets on one image.
+def conv_net(channels: Sequence[int], init: Initializer, *, kernel: int = 3,
+             padding: str = "zeros") -> Serial:
+    """``serial(serial(Conv(C_1), ReLU()), ..., serial(Conv(C_L), ReLU()))``, stride 1.
 
-    Args:
-        image: ``(C_0, H, W)``.
-        channels: ``[C_1, ..., C_L]``.
-        init: kernel sampler, called as ``init(n_nets, C_l, C_{l-1} * kernel**2, gen)``.
-        n_nets: number of independent networks.
-        gen: random generator (see :func:`eit.core.device.generator`).
-        kernel: odd kernel size k.
-        padding: ``'zeros'`` or ``'circular'``.
-    Returns:
-        ``(sq, window)``, both ``(L+1, n_nets)``: ``sq[l] = ||x_l||^2`` and
-        ``window[l] = sum_p sum_{q in window(p)} ||x_l(q)||^2 / k^2`` (the quantity whose
-        multiple is the conditional mean of the next layer; row L is computed too).
-        Activations are rescaled to unit length after every layer and lengths accumulated in
-        log-space internally (convolution and ReLU are positively homogeneous).
+    Examples
+    --------
+    >>> from eit.sample.laws import he
+    >>> conv_net([4, 4], he()).widths((1, 5, 5))
+    (25, 100, 100)
     """
-    image = v.tensor("image", image, ndim=3).to(device=device(), dtype=DTYPE)
     chans = v.widths("channels", channels)
-    n_nets = v.positive_int("n_nets", n_nets)
     kernel = _check_kernel(kernel)
     if padding not in _PADDINGS:
         raise ValueError(f"padding must be one of {_PADDINGS}, got {padding!r}")
     if not callable(init):
         raise TypeError(f"init must be callable (an Initializer), got {type(init).__name__}")
-    half = kernel // 2
-    x = image.unsqueeze(0).expand(n_nets, *image.shape)          # (n_nets, C, H, W)
-    norm = x.flatten(1).norm(dim=-1)
-    x = x / norm.view(-1, 1, 1, 1)
-    log_sq = 2 * torch.log(norm)
+    return Serial(tuple(serial(Conv(c, kernel, init, padding), ReLU()) for c in chans))
 
-    def window(u: torch.Tensor) -> torch.Tensor:               # u unit-normalized
-        return _box_sum(u.square().sum(1), kernel, padding).flatten(1).sum(-1) / kernel**2
 
-    sq, win = [log_sq], [log_sq + torch.log(window(x))]
-    c_in = image.shape[0]
-    for c_out in chans:
-        w = init(n_nets, c_out, c_in * kernel * kernel, gen)
-        w = w.reshape(n_nets * c_out, c_in, kernel, kernel)
-        inp = x.reshape(1, n_nets * c_in, *x.shape[-2:])
-        if padding == "circular":
-            inp = F.pad(inp, (half, half, half, half), mode="circular")
-            y = F.conv2d(inp, w, groups=n_nets)
-        else:
-            y = F.conv2d(inp, w, padding=half, groups=n_nets)
-        x = y.reshape(n_nets, c_out, *y.shape[-2:]).clamp_min(0)
-        r = x.flatten(1).norm(dim=-1)
-        x = x / torch.where(r > 0, r, torch.ones_like(r)).view(-1, 1, 1, 1)
-        log_sq = log_sq + 2 * torch.log(r)
-        sq.append(log_sq)
-        win.append(log_sq + torch.log(window(x)))
-        c_in = c_out
-    return torch.exp(torch.stack(sq)), torch.exp(torch.stack(win))
+def conv_relu_lengths(image: torch.Tensor, channels: Sequence[int], init: Initializer, *,
+                      n_nets: int, gen: torch.Generator, kernel: int = 3,
+                      padding: str = "zeros") -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-layer squared lengths of ``n_nets`` random convolutional ReLU nets on one image.
+
+    The explicit engine (:func:`eit.sample.engine.trace`) on :func:`conv_net`, with the
+    window statistic observed at every layer.
+
+    Parameters
+    ----------
+    image : torch.Tensor
+        ``(C_0, H, W)``.
+    channels : sequence of int
+        ``[C_1, ..., C_L]``.
+    init : Initializer
+        The kernel law, called as ``init(n_nets, C_l, C_{l-1} * kernel**2, gen)``.
+    n_nets : int
+        The number of independent networks.
+    gen : torch.Generator
+        The random generator.
+    kernel : int
+        The odd kernel size k.
+    padding : str
+        ``'zeros'`` or ``'circular'``.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        ``(sq, window)``, both ``(L+1, n_nets)``: ``sq[l] = ||x_l||^2`` and
+        ``window[l] = sum_p sum_{q in window(p)} ||x_l(q)||^2 / k^2`` (the quantity whose
+        multiple is the conditional mean of the next layer; row L is computed too).
+
+    References
+    ----------
+    Hanin & Rolnick (2018), section 3.5 and Figure 4.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> from eit.sample.laws import he
+    >>> sq, win = conv_relu_lengths(torch.ones(1, 5, 5, dtype=torch.float64), [3, 3], he(),
+    ...                             n_nets=2, gen=generator(0))
+    >>> tuple(sq.shape)
+    (3, 2)
+    """
+    image = v.tensor("image", image, ndim=3)
+    net = conv_net(channels, init, kernel=kernel, padding=padding)
+    v.positive_int("n_nets", n_nets)
+
+    def window(h: torch.Tensor, log_r: torch.Tensor) -> torch.Tensor:
+        u = h[:, 0]                                       # (n_nets, C, H, W), unit length
+        box = _box_sum(u.square().sum(1), kernel, padding).flatten(1).sum(-1) / kernel**2
+        return 2 * log_r[:, 0] + torch.log(box)
+
+    t = trace(net, image.unsqueeze(0), n_nets=n_nets, gen=gen, observe={"window": window})
+    return torch.exp(2 * t.log_h[..., 0]), torch.exp(t.observed["window"])
 
 
 def mean_profile(image: torch.Tensor, channels: Sequence[int], *, kappa: float = 1.0,
@@ -112,6 +133,11 @@ def mean_profile(image: torch.Tensor, channels: Sequence[int], *, kappa: float =
     The per-pixel recursion ``e_l = kappa (C_l / C_{l-1}) B e_{l-1}``, B the k x k box average,
     holds for every symmetric weight law (the conditional mean of a squared ReLU unit is half
     that of its pre-activation). Returns shape ``(L+1,)``.
+
+    Examples
+    --------
+    >>> mean_profile(torch.ones(1, 4, 4, dtype=torch.float64), [2, 2], padding='circular')
+    tensor([16., 32., 32.], dtype=torch.float64)
     """
     image = v.tensor("image", image, ndim=3).to(device=device(), dtype=DTYPE)
     chans = v.widths("channels", channels)
@@ -127,3 +153,6 @@ def mean_profile(image: torch.Tensor, channels: Sequence[int], *, kappa: float =
         out.append(e.sum())
         c_in = c_out
     return torch.stack(out)
+
+
+__all__ = ["conv_net", "conv_relu_lengths", "mean_profile"]

@@ -19,7 +19,14 @@ from ..core.device import DTYPE, device, rand, randn
 
 
 def random_labels(n_samples: int, n_classes: int, *, gen: torch.Generator) -> torch.Tensor:
-    """``n_samples`` integer labels i.i.d. uniform on {0, ..., n_classes - 1}."""
+    """``n_samples`` integer labels i.i.d. uniform on {0, ..., n_classes - 1}.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> random_labels(5, 3, gen=generator(0)).shape
+    torch.Size([5])
+    """
     n_samples = v.positive_int("n_samples", n_samples)
     n_classes = v.positive_int("n_classes", n_classes)
     u = rand(n_samples, gen=gen)
@@ -32,6 +39,12 @@ class SoftmaxCrossEntropy:
 
     ``weight`` has shape (n_nets, n_classes, width); ``labels`` shape (N,) shared by all
     networks. Calling the head on h^L of shape (n_nets, N, width) returns dloss/dh^L.
+
+    Examples
+    --------
+    >>> head = SoftmaxCrossEntropy(torch.zeros(1, 3, 4, dtype=torch.float64), torch.tensor([0, 2]))
+    >>> head(torch.ones(1, 2, 4, dtype=torch.float64)).shape
+    torch.Size([1, 2, 4])
     """
 
     weight: torch.Tensor
@@ -68,7 +81,15 @@ class SoftmaxCrossEntropy:
 def softmax_cross_entropy(n_nets: int, width: int, labels: torch.Tensor, n_classes: int, *,
                           gen: torch.Generator, variance: float | None = None
                           ) -> SoftmaxCrossEntropy:
-    """A :class:`SoftmaxCrossEntropy` head with V_ij i.i.d. N(0, variance), default 1/width."""
+    """A :class:`SoftmaxCrossEntropy` head with V_ij i.i.d. N(0, variance), default 1/width.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> head = softmax_cross_entropy(2, 4, torch.tensor([0, 1]), 3, gen=generator(0))
+    >>> tuple(head.weight.shape)
+    (2, 3, 4)
+    """
     n_nets, width = v.positive_int("n_nets", n_nets), v.positive_int("width", width)
     n_classes = v.positive_int("n_classes", n_classes)
     if not isinstance(labels, torch.Tensor) or labels.ndim != 1 or labels.dtype != torch.long:

@@ -1,14 +1,13 @@
-"""Batched residual networks with per-block scales (Hanin & Rolnick 2018, section 3.2, eq. 1).
+"""Residual networks with per-block scales (Hanin & Rolnick 2018, section 3.2, eq. 1).
 
 ``N_0^res(x) = x``, ``N_l^res(x) = N_{l-1}^res(x) + eta_l N_l(N_{l-1}^res(x))``, l = 1..L.
 
-A *block* (residual module) is any function ``block(h, gen) -> same shape`` acting on a
-stack ``h`` of shape ``(n_nets, N, n)`` (n_nets independent networks, N inputs, stream width
-n) that draws its own weights from ``gen`` through :mod:`eit.sample.laws`. Blocks built here
-have zero biases and are positively homogeneous of degree 1 (``block(c h) = c block(h)`` for
-c > 0), so the forward pass can rescale the stream to unit length after every block and
-accumulate log-lengths exactly, as :func:`eit.sample.mlp.relu_mlp` does: no overflow at any
-depth.
+A *block* (residual module) is a layer description (:mod:`eit.sample.layers`) that keeps the
+stream width, e.g. :func:`relu_layer` or :func:`relu_then_linear`; the network is
+``serial(Residual(block, eta_1), ..., Residual(block, eta_L))`` and
+:func:`residual_log_lengths` is the explicit engine on it (fresh weights in every module).
+Blocks built here have zero biases and are positively homogeneous, so the engine's log-norms
+are exact at any depth.
 """
 
 from __future__ import annotations
@@ -18,105 +17,125 @@ from collections.abc import Callable, Sequence
 import torch
 
 from ..core import validate as v
-from ..core.device import DTYPE, device
+from .engine import trace
 from .laws import Initializer
+from .layers import Dense, Layer, ReLU, Residual, Serial, serial
 
-#: A residual module: ``block(h, gen) -> (n_nets, N, n)`` for ``h`` of shape (n_nets, N, n).
-Block = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
+#: A residual module: a layer description that keeps the stream width.
+Block = Layer
+
+__all__ = ["Block", "linear_readout_moments", "relu_layer", "relu_then_linear",
+           "residual_log_lengths", "residual_net"]
 
 
-def _check_init(name: str, init) -> None:
-    if not callable(init):
-        raise TypeError(f"{name} must be callable (an Initializer), got {type(init).__name__}")
-
-
-def relu_layer(init: Initializer) -> Block:
-    """One fully connected ReLU layer ``h -> ReLU(W h)``, W of shape (n, n) (width preserved).
+def relu_layer(init: Initializer) -> Serial:
+    """One fully connected ReLU layer ``h -> ReLU(W h)``, W square (width preserved).
 
     With He weights (variance 2/n) this is the module of Figure 2 ("a single layer of width
     5") in the paper's own definition: a fully connected ReLU net, ReLU on its output.
+
+    Examples
+    --------
+    >>> from eit.sample.laws import he
+    >>> relu_layer(he()).out_shape((5,))
+    (5,)
     """
-    _check_init("init", init)
-
-    def block(h: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-        n_nets, n = h.shape[0], h.shape[-1]
-        return torch.matmul(h, init(n_nets, n, n, gen).transpose(-2, -1)).clamp_min(0)
-
-    return block
+    return serial(Dense(None, init), ReLU())
 
 
-def relu_then_linear(hidden: int, init_in: Initializer, init_out: Initializer) -> Block:
+def relu_then_linear(hidden: int, init_in: Initializer, init_out: Initializer) -> Serial:
     """``h -> V ReLU(W h)`` with W (hidden, n) and V (n, hidden): a linear read-out layer.
 
     The output has conditional mean zero (V is symmetric and independent of the rest), the
-    usual form of a residual branch.
+    usual form of a residual branch; V maps back to the width of the enclosing block's stream
+    (``Dense(None)``).
+
+    Examples
+    --------
+    >>> from eit.sample.laws import he
+    >>> from eit.sample.layers import Residual
+    >>> Residual(relu_then_linear(3, he(), he())).out_shape((5,))
+    (5,)
     """
     hidden = v.positive_int("hidden", hidden)
-    _check_init("init_in", init_in)
-    _check_init("init_out", init_out)
-
-    def block(h: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-        n_nets, n = h.shape[0], h.shape[-1]
-        a = torch.matmul(h, init_in(n_nets, hidden, n, gen).transpose(-2, -1)).clamp_min(0)
-        return torch.matmul(a, init_out(n_nets, n, hidden, gen).transpose(-2, -1))
-
-    return block
+    return serial(Dense(hidden, init_in), ReLU(), Dense(None, init_out))
 
 
-def residual_log_lengths(x: torch.Tensor, blocks: Block | Sequence[Block],
+def residual_net(blocks: Layer | Sequence[Layer], etas: Sequence[float]) -> Serial:
+    """``serial(Residual(block_1, eta_1), ..., Residual(block_L, eta_L))``.
+
+    ``blocks`` is one description used (with fresh weights) for every module, or one per
+    module; ``etas`` are finite and non-negative.
+
+    Examples
+    --------
+    >>> from eit.sample.laws import he
+    >>> residual_net(relu_layer(he()), [0.5, 0.5]).depth
+    2
+    """
+    etas = v.scales("etas", etas)
+    if isinstance(blocks, Layer):
+        blocks = [blocks] * len(etas)
+    elif not isinstance(blocks, Sequence) or len(blocks) != len(etas):
+        raise ValueError("blocks must be a block or a sequence with one block per eta")
+    for i, block in enumerate(blocks):
+        if not isinstance(block, Layer):
+            raise TypeError(f"blocks[{i}] must be a layer description (eit.sample.layers), "
+                            f"got {type(block).__name__}")
+    return Serial(tuple(Residual(b, eta) for b, eta in zip(blocks, etas, strict=True)))
+
+
+def residual_log_lengths(x: torch.Tensor, blocks: Layer | Sequence[Layer],
                          etas: Sequence[float], *, n_nets: int, gen: torch.Generator,
                          observe: Callable[[torch.Tensor], torch.Tensor] | None = None,
                          ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """log ||N_l^res(x)|| for l = 0..L of ``n_nets`` independent residual networks.
 
-    Args:
-        x: inputs ``(N, n)`` shared by all networks.
-        blocks: one block used (with fresh weights) for every module, or one per module.
-        etas: the scales ``[eta_1, ..., eta_L]`` (non-negative).
-        n_nets: number of independent networks.
-        gen: random generator (see :func:`eit.core.device.generator`).
-        observe: optional statistic of the unit-length stream, ``(n_nets, N, n) -> (n_nets, N)``,
-            recorded before every module and after the last (e.g. the coordinate sum).
-    Returns:
-        natural log-lengths, shape ``(L+1, n_nets, N)``; exact for positively homogeneous
-        blocks (the stream is rescaled to unit length after every module). With ``observe``,
-        the pair (log-lengths, observed values of shape ``(L+1, n_nets, N)``).
+    Parameters
+    ----------
+    x : torch.Tensor
+        Inputs ``(N, n)`` shared by all networks; no zero rows.
+    blocks : Layer or sequence of Layer
+        One block used (with fresh weights) for every module, or one per module.
+    etas : sequence of float
+        The scales ``[eta_1, ..., eta_L]`` (finite, non-negative).
+    n_nets : int
+        The number of independent networks.
+    gen : torch.Generator
+        The random generator.
+    observe : callable, optional
+        A statistic of the unit-length stream, ``(n_nets, N, n) -> (n_nets, N)``, recorded
+        before every module and after the last (e.g. the coordinate sum).
+
+    Returns
+    -------
+    torch.Tensor or tuple
+        Natural log-lengths, shape ``(L+1, n_nets, N)``; with ``observe`` the pair
+        (log-lengths, observed values of shape ``(L+1, n_nets, N)``).
+
+    References
+    ----------
+    Hanin & Rolnick (2018), section 3.2, eq. (1).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> from eit.sample.laws import he
+    >>> residual_log_lengths(torch.ones(2, 5, dtype=torch.float64), relu_layer(he()),
+    ...                      [0.5] * 3, n_nets=4, gen=generator(0)).shape
+    torch.Size([4, 4, 2])
     """
-    x = v.tensor("x", x, ndim=2).to(device=device(), dtype=DTYPE)
-    n_nets = v.positive_int("n_nets", n_nets)
-    if isinstance(etas, (str, bytes)) or not isinstance(etas, Sequence) or len(etas) == 0:
-        raise ValueError(f"etas must be a non-empty sequence of numbers, got {etas!r}")
-    for i, eta in enumerate(etas):
-        if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not eta >= 0:
-            raise ValueError(f"etas[{i}] must be a non-negative number, got {eta!r}")
-    if callable(blocks):
-        blocks = [blocks] * len(etas)
-    elif not isinstance(blocks, Sequence) or len(blocks) != len(etas):
-        raise ValueError("blocks must be a block or a sequence with one block per eta")
-    for i, block in enumerate(blocks):
-        if not callable(block):
-            raise TypeError(f"blocks[{i}] must be callable, got {type(block).__name__}")
+    x = v.tensor("x", x, ndim=2)
+    if not bool((x.norm(dim=-1) > 0).all()):
+        raise ValueError("x must have no zero rows")
     if observe is not None and not callable(observe):
         raise TypeError(f"observe must be None or callable, got {type(observe).__name__}")
-    h = x.unsqueeze(0).expand(n_nets, -1, -1)
-    r = h.norm(dim=-1)
-    if not bool((r > 0).all()):
-        raise ValueError("x must have no zero rows")
-    h = h / r.unsqueeze(-1)
-    log_len = torch.log(r)
-    out = [log_len]
-    seen = [] if observe is None else [observe(h)]
-    for eta, block in zip(etas, blocks, strict=True):
-        h = h + eta * block(h, gen)
-        r = h.norm(dim=-1)
-        h = h / r.unsqueeze(-1)
-        log_len = log_len + torch.log(r)
-        out.append(log_len)
-        if observe is not None:
-            seen.append(observe(h))
+    net = residual_net(blocks, etas)
+    seen = None if observe is None else {"observed": lambda h, log_r: observe(h)}
+    t = trace(net, x, n_nets=n_nets, gen=gen, observe=seen)
     if observe is None:
-        return torch.stack(out)
-    return torch.stack(out), torch.stack(seen)
+        return t.log_h
+    return t.log_h, t.observed["observed"]
 
 
 def linear_readout_moments(etas: Sequence[float], *, width: int, hidden: int,
@@ -130,11 +149,16 @@ def linear_readout_moments(etas: Sequence[float], *, width: int, hidden: int,
     ``E[M_l^2 | x] = M_{l-1}^2 (1 + 2 eta^2 + 4 eta^2/width + eta^4 (1 + 2/width)(1 + 5/hidden))``.
     Var^ is the empirical variance over l = 1..L (section 3.4), whose mean follows from
     ``E[M_j M_k] = E[M_j^2] prod_{j<i<=k} (1 + eta_i^2)``.
+
+    Examples
+    --------
+    >>> mean, second, evar = linear_readout_moments([0.5, 0.5], width=5, hidden=5)
+    >>> mean
+    [1.0, 1.25, 1.5625]
     """
     width, hidden = v.positive_int("width", width), v.positive_int("hidden", hidden)
     m0 = v.positive_float("m0", m0)
-    if isinstance(etas, (str, bytes)) or not isinstance(etas, Sequence) or len(etas) == 0:
-        raise ValueError(f"etas must be a non-empty sequence of numbers, got {etas!r}")
+    etas = v.scales("etas", etas)
     mean, second = [m0], [m0 * m0]
     for eta in etas:
         e2 = float(eta) ** 2

@@ -299,7 +299,7 @@ class Table:
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         head = "".join(f"<th>{tex_to_html(h)}</th>" for h in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+        body = "".join("<tr>" + "".join(f"<td>{tex_to_html(c)}</td>" for c in r) + "</tr>"
                        for r in self._cells())
         cap = f"<caption>{tex_to_html(self.caption)}</caption>" if self.caption else ""
         markup = (f"<table class='eit-table'>{cap}<thead><tr>{head}</tr></thead>"

@@ -23,8 +23,9 @@ import numpy as np
 import torch
 from scipy import stats as _st
 
-__all__ = ["Estimate", "Proportion", "Statistic", "mean", "log_mean", "median", "mean_se",
-           "proportion", "significant", "fisher_exact", "kendall_tau", "execution_count"]
+__all__ = ["Estimate", "Proportion", "Statistic", "mean", "batch_mean", "log_mean", "median",
+           "mean_se", "proportion", "significant", "fisher_exact", "kendall_tau",
+           "execution_count"]
 
 
 _CELLS = {"count": 0, "shell": None}
@@ -295,6 +296,28 @@ def log_mean(samples) -> Estimate:
     if (arr <= 0).any():
         raise ValueError("samples must be > 0 for a log-scale mean")
     return mean(np.log(arr))
+
+
+def batch_mean(samples, batches: int) -> Estimate:
+    """Mean of independent samples from ``batches`` equal batch means (df = batches - 1).
+
+    The same estimate as :func:`mean`, with its standard error computed from the batch
+    means: points of one verdict drawn with different sample sizes then share their degrees
+    of freedom (and so their critical value). The number of samples must be a multiple of
+    ``batches``.
+
+    Examples
+    --------
+    >>> e = batch_mean([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 3)
+    >>> (e.value, e.n, e.df)
+    (3.5, 3, 2.0)
+    """
+    arr = _array("samples", samples)
+    batches = _count("batches", batches, 2)
+    if arr.size % batches:
+        raise ValueError(f"the number of samples ({arr.size}) must be a multiple of "
+                         f"batches={batches}")
+    return mean(arr.reshape(batches, -1).mean(1))
 
 
 def median(samples, *, n_boot: int = 2000, seed: int = 0) -> Estimate:

@@ -1,0 +1,312 @@
+"""Build-time fixes of the book's HTML, none of which needs a chapter to change.
+
+* **Verdict anchors**: every verdict block gets ``id=`` its record's ``id`` (schema-2 outputs
+  carry it already; schema-1 outputs get it here), so that the ledger can link to it.
+* **Links to pages whose title holds math** (``{doc}`` without a text, the ledger's and status
+  page's links) show the title's math typeset, not its raw TeX.
+* **Plain titles**: the browser tab (``<title>``) and the search index show a title's math as
+  Unicode text (``γ = 1/B``), since MathJax does not run there.
+* **Theorem titles**: a ``prf`` block titled with the paper's own label ("Theorem 4, eq. (20)")
+  shows that label alone, not "Theorem (Theorem 4, eq. (20))".
+* **Downloadable notebooks** (``_sources/**/*.ipynb``) start with two cells telling the reader
+  how to get ``eit``, the second installing it where it is missing.
+* **Proof index**: ``{ref}`prf-prf``` links to sphinx-proof's index page.
+* **Ledger export**: ``ledger.json`` (:func:`eit.verdicts.ledger.export`) is written into the
+  built site.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+import re
+from pathlib import Path
+
+from docutils import nodes
+from eit_tex import tex_to_unicode
+from sphinx.util import logging
+from sphinx.util.nodes import clean_astext
+from sphinx.util.osutil import relative_uri
+
+from eit.verdicts import ledger
+from eit.verdicts.records import MIME_VERDICT
+
+logger = logging.getLogger(__name__)
+
+# --- verdict anchors -------------------------------------------------------------------------
+
+
+def _notebook_ids(path: Path) -> list[str]:
+    nb = json.loads(path.read_text())
+    ids = []
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            rec = out.get("metadata", {}).get(MIME_VERDICT)
+            if rec is not None:
+                ids.append(ledger.normalize(rec)["id"])
+    return ids
+
+
+_VERDICT_DIV = re.compile(r"<div (?:id=['\"][^'\"]*['\"] )?class=['\"]eit-verdict\b")
+
+
+def add_verdict_ids(app, doctree) -> None:
+    """Give each verdict block of a chapter notebook the anchor of its record."""
+    docname = app.env.docname
+    source = Path(app.env.doc2path(docname))
+    if source.suffix != ".ipynb":
+        return
+    raws = [n for n in doctree.findall(nodes.raw)
+            if n.get("format") == "html" and _VERDICT_DIV.search(n.astext())]
+    ids = _notebook_ids(source)
+    if len(raws) != len(ids):
+        logger.warning(f"{len(ids)} verdict records but {len(raws)} verdict blocks rendered",
+                       location=docname)
+        return
+    for raw, vid in zip(raws, ids):
+        text = raw.astext()
+        if re.search(r"<div[^>]*\bid=", text.split(">", 1)[0] + ">"):
+            continue
+        new = _VERDICT_DIV.sub(
+            lambda m, vid=vid: m.group(0).replace("<div ", f"<div id='{vid}' ", 1), text,
+            count=1)
+        raw.replace_self(nodes.raw("", new, format="html"))
+
+
+# --- titles with math ------------------------------------------------------------------------
+
+def plain(node: nodes.Node) -> str:
+    """A node's text with its math as Unicode."""
+    if isinstance(node, nodes.math):
+        return tex_to_unicode(node.astext())
+    if isinstance(node, nodes.Text):
+        return node.astext()
+    return "".join(plain(c) for c in node.children)
+
+
+def collect_plain_titles(app, doctree) -> None:
+    """Remember, per document, the Unicode text of each title holding math (for search)."""
+    found = {}
+    for title in doctree.findall(nodes.title):
+        if any(True for _ in title.findall(nodes.math)):
+            found[title.astext()] = plain(title)
+    env = app.env
+    if not hasattr(env, "eit_plain_titles"):
+        env.eit_plain_titles = {}
+    env.eit_plain_titles[env.docname] = found
+
+
+def purge(app, env, docname) -> None:
+    getattr(env, "eit_plain_titles", {}).pop(docname, None)
+
+
+def merge(app, env, docnames, other) -> None:
+    if not hasattr(env, "eit_plain_titles"):
+        env.eit_plain_titles = {}
+    for d in docnames:
+        if d in getattr(other, "eit_plain_titles", {}):
+            env.eit_plain_titles[d] = other.eit_plain_titles[d]
+
+
+def resolve(app, doctree, fromdocname) -> None:
+    """Resolve the extension's links; typeset the math of page titles in link texts."""
+    from eit_pages import eit_link
+
+    builder = app.builder
+    here = builder.get_target_uri(fromdocname)
+    for node in list(doctree.findall(eit_link)):
+        if node["docname"]:
+            uri = relative_uri(here, builder.get_target_uri(node["docname"]))
+            uri += f"#{node['anchor']}" if node["anchor"] else ""
+        elif node["path"].startswith("?"):
+            uri = node["path"]
+        else:
+            uri = relative_uri(here, node["path"])
+        ref = nodes.reference("", "", *node.children, refuri=uri, internal=True,
+                              classes=["eit-link"])
+        node.replace_self(ref)
+    # {doc} links without a text: Sphinx writes the target's title as plain text (raw TeX)
+    with_math = {}
+    for title in app.env.titles.values():
+        if any(True for _ in title.findall(nodes.math)):
+            with_math[clean_astext(title)] = title
+    if not with_math:
+        return
+    for inline in list(doctree.findall(nodes.inline)):
+        if "doc" in inline["classes"] and inline.astext() in with_math:
+            title = with_math[inline.astext()]
+            inline.children = []
+            inline.extend(copy.deepcopy(c) for c in title.children)
+
+
+_MATH_SPAN = re.compile(
+    r'<span class="math notranslate nohighlight">\\\((.*?)\\\)</span>', re.S)
+
+
+def html_math_to_unicode(text: str) -> str:
+    """HTML with Sphinx's inline math spans turned into Unicode text."""
+    return _MATH_SPAN.sub(lambda m: html.escape(tex_to_unicode(html.unescape(m.group(1)))),
+                          text)
+
+
+# --- theorem titles --------------------------------------------------------------------------
+
+_LABEL = re.compile(
+    r"^(Theorems?|Lemmas?|Propositions?|Corollar(?:y|ies)|Definitions?|Remarks?|Claims?|"
+    r"Observations?|Conjectures?|Sections?|Figures?|Tables?|Footnotes?|Appendix|Eqs?\.|"
+    r"Equations?|Algorithms?|Assumptions?)\s+[\w(]")
+_PROOF_TITLE = re.compile(
+    r'(<p class="admonition-title"[^>]*>)<span class="caption-number">([^<]*)</span> '
+    r"\((.*)\)</p>")
+
+
+def fix_theorem_titles(body: str) -> str:
+    """'Theorem (Theorem 4, eq. (20))' -> 'Theorem 4, eq. (20)' where the title names itself."""
+    def repl(m: re.Match) -> str:
+        title = m.group(3)
+        if not _LABEL.match(re.sub(r"<[^>]+>", "", title)):
+            return m.group(0)
+        return f'{m.group(1)}<span class="eit-proof-label">{title}</span></p>'
+
+    return _PROOF_TITLE.sub(repl, body)
+
+
+def dedupe_scripts(context) -> None:
+    """Drop repeated inline scripts (sphinx-thebe's config is added twice: a `const` declared
+    twice is an error in the browser)."""
+    files = context.get("script_files")
+    if not isinstance(files, list):
+        return
+    seen, kept = set(), []
+    for js in files:
+        attrs = getattr(js, "attributes", {}) or {}
+        key = (str(getattr(js, "filename", js) or ""), repr(sorted(attrs.items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    files[:] = kept
+
+
+def page_context(app, pagename, templatename, context, doctree) -> None:
+    dedupe_scripts(context)
+    if context.get("title"):
+        context["title"] = html_math_to_unicode(context["title"])
+    title = app.env.titles.get(pagename)
+    if title is not None and any(True for _ in title.findall(nodes.math)):
+        context["pagetitle"] = plain(title)  # the print header of sphinx-book-theme
+    if context.get("body"):
+        context["body"] = fix_theorem_titles(context["body"])
+
+
+# --- after the build -------------------------------------------------------------------------
+
+def fix_search_index(app, outdir: Path) -> None:
+    path = outdir / "searchindex.js"
+    if not path.exists():
+        return
+    text = path.read_text()
+    m = re.match(r"^(Search\.setIndex\()(.*)(\))\s*$", text, re.S)
+    if not m:
+        logger.warning("searchindex.js has an unexpected form; titles with math left as TeX")
+        return
+    index = json.loads(m.group(2))
+    index["titles"] = [html_math_to_unicode(t) for t in index.get("titles", [])]
+    mapping = {}
+    for found in getattr(app.env, "eit_plain_titles", {}).values():
+        mapping.update(found)
+    index["alltitles"] = {mapping.get(k, k): v for k, v in index.get("alltitles", {}).items()}
+    path.write_text(m.group(1) + json.dumps(index, separators=(",", ":"), ensure_ascii=False)
+                    + m.group(3))
+
+
+RUNTIME = ("torch", "numpy", "scipy", "sympy", "haarpy", "matplotlib", "scikit-learn")
+
+
+def getting_eit_cells(repo: str, branch: str, pins: dict[str, str]) -> list[dict]:
+    """The two cells prepended to a downloadable chapter notebook."""
+    wanted = " ".join(f"{p}=={pins[p]}" for p in RUNTIME if p in pins)
+    spec = f'"eit @ git+{repo}@{branch}"'
+    md = (
+        "**Running this notebook.** It is a chapter of the book *Executable Initialization "
+        f"Theory* ({repo}) and uses the book's library, `eit`.\n\n"
+        "* In the book's repository (after `./book setup`; `./book lab` opens the chapters in "
+        "JupyterLab) and on Binder (the rocket button of the book's pages), `eit` is "
+        "installed: the next cell does nothing.\n"
+        "* In any other Jupyter kernel, the next cell installs `eit` from the repository, with "
+        "the CPU build of PyTorch and the versions the book pins (once; a few minutes).\n"
+        "* A chapter that reads stored results from `data/` needs a clone of the repository: "
+        f"`git clone {repo}`, then `./book lab` in it.")
+    code = (
+        "# Get `eit`, the book's library, where this kernel lacks it (see above).\n"
+        "import importlib\n"
+        "import importlib.util\n\n"
+        'if importlib.util.find_spec("eit") is None:\n'
+        "    %pip install --quiet --extra-index-url https://download.pytorch.org/whl/cpu "
+        f"{wanted} {spec}\n"
+        "    importlib.invalidate_caches()")
+
+    def lines(text):
+        parts = text.split("\n")
+        return [p + "\n" for p in parts[:-1]] + [parts[-1]]
+
+    return [
+        {"cell_type": "markdown", "id": "eit-getting-eit", "metadata": {"tags": ["eit-setup"]},
+         "source": lines(md)},
+        {"cell_type": "code", "id": "eit-install-eit", "execution_count": None,
+         "metadata": {"tags": ["eit-setup"]}, "outputs": [], "source": lines(code)},
+    ]
+
+
+def fix_downloads(app, outdir: Path) -> None:
+    from eit_pages import pinned
+
+    opts = app.config.html_theme_options or {}
+    repo = (opts.get("repository_url") or "").rstrip("/")
+    branch = opts.get("repository_branch") or "main"
+    cells = getting_eit_cells(repo, branch, pinned(app.srcdir))
+    for docname in app.env.found_docs:
+        if not docname.startswith("chapters/"):
+            continue
+        if Path(app.env.doc2path(docname)).suffix != ".ipynb":
+            continue
+        path = outdir / "_sources" / f"{docname}.ipynb"
+        if not path.exists():
+            continue
+        nb = json.loads(path.read_text())
+        if nb["cells"] and "eit-setup" in nb["cells"][0].get("metadata", {}).get("tags", []):
+            continue
+        nb["cells"] = copy.deepcopy(cells) + nb["cells"]
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def finished(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    outdir = Path(app.outdir)
+    fix_search_index(app, outdir)
+    fix_downloads(app, outdir)
+    export = ledger.export()
+    for key in ("verdicts", "status"):  # the chapters this site renders
+        export[key] = [r for r in export[key] if r["chapter"] in app.env.found_docs]
+    (outdir / "ledger.json").write_text(json.dumps(export, indent=1, ensure_ascii=False) + "\n")
+
+
+def register_proof_index(app) -> None:
+    std = app.env.get_domain("std")
+    std.data["labels"]["prf-prf"] = ("prf-prf", "", "Proof index")
+    std.data["anonlabels"]["prf-prf"] = ("prf-prf", "")
+
+
+def setup(app) -> None:
+    # MathJax on every page: the navigation holds titles with math, also on pages without any
+    # (search, indices), and search results are typeset (_static/eit.js)
+    app.set_html_assets_policy("always")
+    app.connect("builder-inited", register_proof_index)
+    app.connect("doctree-read", add_verdict_ids)
+    app.connect("doctree-read", collect_plain_titles)
+    app.connect("env-purge-doc", purge)
+    app.connect("env-merge-info", merge)
+    app.connect("doctree-resolved", resolve)
+    app.connect("html-page-context", page_context)
+    app.connect("build-finished", finished)

@@ -1,0 +1,129 @@
+"""Residual networks whose modules are one ReLU layer: exact one-module laws and bands.
+
+The module of Hanin & Rolnick (2018, section 3.2; "module A" in the book) maps the stream
+``x`` (width n) to ``ReLU(W x)`` with ``W`` i.i.d. ``N(0, 2/n)``, and
+``x_l = x_{l-1} + eta_l ReLU(W_l x_{l-1})``. Given the stream, ``W x ~ N(0, (2/n)||x||^2 I)``,
+so with ``c = eta sqrt(2/n)``, ``R = ReLU(Z)`` (Z standard normal in R^n) and the unit stream
+``u = x / ||x||`` whose coordinate sum is ``s``:
+
+``M_l / M_{l-1} = 1 + 2 c <u, R> + c^2 ||R||^2``  (``M_l = ||x_l||^2``).
+
+Its conditional moments are polynomials in ``s`` with non-negative coefficients:
+
+* ``E[M_l | x] / M_{l-1} = 1 + eta^2 + 2 eta s / sqrt(n pi)``;
+* ``E[M_l^2 | x] / M_{l-1}^2 = 1 + 4 c E<u,R> + 2 c^2 E||R||^2 + 4 c^2 E<u,R>^2
+  + 4 c^3 E[<u,R> ||R||^2] + c^4 E||R||^4`` with ``E<u,R> = s / sqrt(2 pi)``,
+  ``E<u,R>^2 = 1/2 + (s^2 - 1)/(2 pi)``,
+  ``E[<u,R>||R||^2] = s (sqrt(2/pi) + (n-1)/(2 sqrt(2 pi)))``,
+  ``E||R||^2 = n/2``, ``E||R||^4 = 3n/2 + n(n-1)/4``.
+
+For a non-negative input every later stream is non-negative, so ``1 <= s <= sqrt(n)``, and
+both moments of ``M_L`` lie between the products of the factors at ``s = 1`` and
+``s = sqrt(n)`` (:func:`bands`). The chapter on residual scales derives these formulas with
+SymPy and checks this module against the derivation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import sympy as sp
+
+from ..core import validate as v
+
+__all__ = ["mean_factor", "second_factor", "bands", "empirical_variance_bounds"]
+
+
+def _consts(*args):
+    """sqrt and pi: SymPy's when an argument is symbolic (exact results), else floats."""
+    if any(isinstance(a, sp.Basic) for a in args):
+        return sp.sqrt, sp.pi
+    return math.sqrt, math.pi
+
+
+def mean_factor(eta: float, s, n: int):
+    """``E[M_l | x] / M_{l-1}`` for a stream whose unit vector has coordinate sum ``s``.
+
+    ``s`` may be a float, an array (tensor) of them, or a SymPy expression (then the result
+    is exact).
+
+    Examples
+    --------
+    >>> round(mean_factor(1.0, 1.0, 5), 6)
+    2.504627
+    """
+    n = v.positive_int("n", n)
+    sqrt, pi = _consts(eta, s)
+    return 1 + eta * eta + 2 * eta * s / sqrt(n * pi)
+
+
+def second_factor(eta: float, s, n: int):
+    """``E[M_l^2 | x] / M_{l-1}^2`` for a stream whose unit vector has coordinate sum ``s``.
+
+    Examples
+    --------
+    >>> round(second_factor(0.0, 1.0, 5), 12)
+    1.0
+    """
+    n = v.positive_int("n", n)
+    sqrt, pi = _consts(eta, s)
+    two = sp.Integer(2) if sqrt is sp.sqrt else 2.0
+    c = eta * sqrt(two / n)
+    e_a = s / sqrt(two * pi)
+    e_a2 = 1 / two + (s * s - 1) / (two * pi)
+    e_ab = s * (sqrt(two / pi) + (n - 1) / (two * sqrt(two * pi)))
+    e_b, e_b2 = n / two, 3 * n / two + n * (n - 1) / (two * two)
+    return (1 + 4 * c * e_a + 2 * c**2 * e_b + 4 * c**2 * e_a2 + 4 * c**3 * e_ab
+            + c**4 * e_b2)
+
+
+def bands(etas: Sequence[float], n: int, m0: float = 1.0) -> dict[str, np.ndarray]:
+    """Exact two-sided bounds on ``E[M_l]`` and ``E[M_l^2]``, l = 0..L (non-negative input).
+
+    Returns
+    -------
+    dict of str -> numpy.ndarray
+        ``mean_lo``, ``mean_hi``, ``second_lo``, ``second_hi``, each of shape ``(L+1,)``:
+        the cumulative products of the factors at ``s = 1`` and ``s = sqrt(n)``.
+
+    Examples
+    --------
+    >>> b = bands([1.0, 1.0], 5)
+    >>> bool((b["mean_lo"] <= b["mean_hi"]).all())
+    True
+    """
+    etas = v.scales("etas", etas)
+    n = v.positive_int("n", n)
+    m0 = v.positive_float("m0", m0)
+    root = math.sqrt(n)
+    out = {}
+    for name, fn, power in (("mean", mean_factor, 1), ("second", second_factor, 2)):
+        for end, s in (("lo", 1.0), ("hi", root)):
+            out[f"{name}_{end}"] = m0**power * np.cumprod([1.0] + [fn(e, s, n) for e in etas])
+    return out
+
+
+def empirical_variance_bounds(etas: Sequence[float], n: int, m0: float = 1.0
+                              ) -> tuple[float, float]:
+    """Exact bounds on ``E[Var^[M^res]]`` over modules 1..L (non-negative input).
+
+    Upper: ``Var^ <= (1/L) sum_l M_l^2``, so ``E[Var^] <= mean of second_hi[1..L]``.
+    Lower: each network's ``M_l`` is non-decreasing, ``Var^ = (1/L^2) sum_{j<k} (M_k - M_j)^2``
+    and, by Jensen and ``E[M_k | x_j] >= M_j prod_{j<i<=k} mean_factor(eta_i, 1)``,
+    ``E[(M_k - M_j)^2] >= (mean_lo[k] - mean_lo[j])^2``.
+
+    Examples
+    --------
+    >>> lo, hi = empirical_variance_bounds([1.0] * 10, 5)
+    >>> 0 < lo < hi
+    True
+    """
+    b = bands(etas, n, m0)
+    lo_mean = b["mean_lo"][1:]
+    L = lo_mean.size
+    diff = lo_mean[None, :] - lo_mean[:, None]            # [j, k] = lo_k - lo_j
+    lower = float((np.triu(diff, 1) ** 2).sum()) / L**2
+    upper = float(b["second_hi"][1:].mean())
+    return lower, upper

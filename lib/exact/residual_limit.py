@@ -1,0 +1,59 @@
+"""The infinite-width limit of residual ReLU networks with scaled blocks (Arpit & Bengio 2019,
+Appendix A; this book's derivation).
+
+In an infinitely wide block ``F(h) = ReLU(W g)`` with ``||g|| = ||h||`` and W ~ N(0, 2/n), the
+law of large numbers makes the cosine between h and F(h) deterministic: only the mean
+component ``s = <h, 1>/sqrt(n)`` of the state matters, and with ``r = ||h||`` and
+``c = sqrt(2) E ReLU(Z) = 1/sqrt(pi)`` one block with scale gamma maps
+
+    s -> s + gamma c r,    r^2 -> (1 + gamma^2) r^2 + 2 gamma c r s.
+
+With gamma = 1/B and B -> infinity this is r' = c s, s' = c r on [0, 1], so that
+``||f(x)||^2/||x||^2 -> (cosh c + sigma sinh c)^2``, sigma = cos(x, 1).
+
+References
+----------
+Arpit & Bengio (2019), Theorem 5, eqs. (219)-(232).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..core import validate as v
+
+__all__ = ["MEAN_GAIN", "infinite_width_ratio", "limit_ratio"]
+
+#: c = sqrt(2) E[ReLU(Z)] = 1/sqrt(pi): the mean a wide ReLU block adds per unit of norm.
+MEAN_GAIN = 1 / math.sqrt(math.pi)
+
+
+def infinite_width_ratio(blocks: int, cos_x1: float, gamma: float | None = None) -> float:
+    """||h^B||^2/||x||^2 of the infinite-width recursion, ``gamma = 1/B`` by default.
+
+    Examples
+    --------
+    >>> round(infinite_width_ratio(1, 0.0), 6)
+    2.0
+    >>> round(infinite_width_ratio(4096, 1.0), 3) == round(limit_ratio(1.0), 3)
+    True
+    """
+    blocks = v.positive_int("blocks", blocks)
+    cos_x1 = v.in_interval("cos_x1", float(cos_x1), -1.0, 1.0, closed_hi=True)
+    g = 1.0 / blocks if gamma is None else v.positive_float("gamma", gamma)
+    r, s = 1.0, cos_x1
+    for _ in range(blocks):
+        r, s = math.sqrt((1 + g**2) * r**2 + 2 * g * MEAN_GAIN * r * s), s + g * MEAN_GAIN * r
+    return r**2
+
+
+def limit_ratio(cos_x1: float) -> float:
+    """The B -> infinity limit (cosh c + sigma sinh c)^2, c = 1/sqrt(pi).
+
+    Examples
+    --------
+    >>> round(limit_ratio(-1.0), 4), round(limit_ratio(1.0), 4)
+    (0.3236, 3.0906)
+    """
+    cos_x1 = v.in_interval("cos_x1", float(cos_x1), -1.0, 1.0, closed_hi=True)
+    return (math.cosh(MEAN_GAIN) + cos_x1 * math.sinh(MEAN_GAIN)) ** 2

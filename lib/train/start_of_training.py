@@ -1,0 +1,66 @@
+"""Statistics of the start of training: censored epoch counts, their summaries and ranks.
+
+Hanin & Rolnick (2018, Figures 1b, 2b, 3b) plot the mean number of epochs to 20% test accuracy.
+A run that never reaches the target within ``max_epochs`` (or diverges) is *censored*: its
+time is at least ``max_epochs + 1``, and that is the value it takes in the statistics below
+(a conservative choice for rank tests: every censored run ties with the others at the end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..core import validate as v
+from ..verdicts.stats import Estimate, Proportion, Statistic, kendall_tau, mean, proportion
+
+__all__ = ["censored_epochs", "epoch_summary", "pooled_kendall"]
+
+
+def censored_epochs(reached: Sequence[int | None], max_epochs: int) -> np.ndarray:
+    """Epochs per run, a censored run (``None``) counted as ``max_epochs + 1``.
+
+    Examples
+    --------
+    >>> censored_epochs([3, None, 5], 10).tolist()
+    [3.0, 11.0, 5.0]
+    """
+    max_epochs = v.positive_int("max_epochs", max_epochs)
+    return np.array([max_epochs + 1 if r is None else r for r in reached], dtype=float)
+
+
+def epoch_summary(reached: Sequence[int | None], max_epochs: int
+                  ) -> tuple[Estimate, Proportion]:
+    """Mean epochs (censored runs at ``max_epochs + 1``) and the share of runs that reached it.
+
+    Examples
+    --------
+    >>> e, p = epoch_summary([3, None, 5, 4], 10)
+    >>> e.value, p.successes
+    (5.75, 3)
+    """
+    epochs = censored_epochs(reached, max_epochs)
+    done = sum(r is not None for r in reached)
+    return mean(epochs), proportion(done, len(reached))
+
+
+def pooled_kendall(predictor: Sequence[float], runs: Sequence[Sequence[int | None]],
+                   max_epochs: int) -> tuple[Statistic, float]:
+    """Kendall's tau_b between a predictor (one value per point) and every run's epochs.
+
+    Returns the statistic and its two-sided p-value (ties, censored runs included, are
+    handled by tau_b).
+
+    Examples
+    --------
+    >>> tau, p = pooled_kendall([0.0, 1.0, 2.0], [[1, 2], [3, 4], [5, None]], 10)
+    >>> round(tau.value, 3)
+    0.894
+    """
+    if len(predictor) != len(runs):
+        raise ValueError(f"predictor and runs must pair up, got {len(predictor)} and "
+                         f"{len(runs)}")
+    x = [float(p) for p, r in zip(predictor, runs, strict=True) for _ in r]
+    y = np.concatenate([censored_epochs(r, max_epochs) for r in runs])
+    return kendall_tau(x, y)

@@ -1,0 +1,111 @@
+"""Tests for eit.models.bn_chain: the linear BN chain's gaps, BN Jacobians and hitting times."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eit.core.device import DTYPE, randn
+from eit.core.seeds import generator
+from eit.models import bn_chain as bc
+from eit.sample.laws import haar_orthogonal
+
+
+def _gap_eig(x: torch.Tensor) -> torch.Tensor:
+    lam = torch.linalg.eigvalsh(x.transpose(-2, -1) @ x)
+    return torch.log(lam.mean(-1)) - torch.log(lam).mean(-1)
+
+
+@given(st.integers(0, 10_000), st.integers(2, 6))
+@settings(max_examples=25, deadline=None)
+def test_gap_from_the_determinant_matches_the_eigenvalue_form(seed, d):
+    x = randn(3, d, d, gen=generator(seed))
+    assert torch.allclose(bc.isometry_gap_det(x), _gap_eig(x), rtol=1e-9, atol=1e-12)
+
+
+def test_gap_is_zero_on_orthogonal_and_infinite_on_singular_batches():
+    q = haar_orthogonal(2, 4, 4, gen=generator(1))
+    assert float(bc.isometry_gap_det(q).abs().max()) < 1e-13
+    x = randn(3, 3, gen=generator(2))
+    x[2] = x[1]                                      # an exact repeat: det = 0
+    assert math.isinf(float(bc.isometry_gap_det(x)))
+
+
+def test_bn_jacobian_lognorm_is_the_operator_norm_of_the_jacobian():
+    gen = generator(3)
+    for d in (2, 3, 5):
+        h = randn(d, d, gen=gen)
+        jac = torch.autograd.functional.jacobian(lambda z: bc.bn_rows(z)[0], h)
+        op = torch.linalg.matrix_norm(jac.reshape(d * d, d * d), ord=2)
+        assert abs(float(torch.log(op) - bc.bn_jacobian_lognorm(h))) < 1e-10
+
+
+def test_chain_gaps_never_increase_and_jacobian_terms_are_non_negative():
+    x0 = bc.bn_rows(randn(4, 4, gen=generator(4)))[0]
+    chain = bc.run_chain(x0, 30, n_nets=20, gen=generator(5))
+    assert chain.depth == 30
+    assert bool((chain.gaps[:, 1:] <= chain.gaps[:, :-1] * (1 + 1e-9) + 1e-14).all())
+    assert bool((chain.jac >= -1e-12).all())
+
+
+def test_hitting_time_and_tail_sums_by_hand():
+    gaps = torch.tensor([[3.0, 2.0, 0.5, 0.1], [0.2, 0.1, 0.05, 0.01]], dtype=DTYPE)
+    s = bc.hitting_time(gaps, 1.0)
+    assert s.tolist() == [2, 0]
+    values = torch.arange(8, dtype=DTYPE).view(2, 4)
+    sums = bc.tail_sums(values, s, [1, 3])
+    assert sums.tolist() == [[0.0, 3.0], [5.0, 5.0 + 6.0 + 7.0]]
+    with pytest.raises(ValueError, match="never reach"):
+        bc.hitting_time(gaps, 0.001)
+    with pytest.raises(ValueError, match="ends"):
+        bc.tail_sums(values, s, [4])
+
+
+def test_batches_with_a_prescribed_gap_are_bn_outputs():
+    targets = [0.01, 0.3, 2.0]
+    x = bc.with_isometry_gap(5, targets, gen=generator(6))
+    assert torch.allclose(bc.isometry_gap_det(x), torch.tensor(targets, dtype=DTYPE),
+                          rtol=1e-9)
+    assert torch.allclose(x.norm(dim=-1), torch.ones(3, 5, dtype=DTYPE))
+
+
+def test_one_step_never_increases_the_gap():
+    x = bc.with_isometry_gap(4, [0.05, 1.0], gen=generator(7))
+    dec = bc.one_step_decrease(x, 50, gen=generator(8))
+    assert dec.shape == (2, 50) and float(dec.min()) > -1e-12
+
+
+def test_first_layer_gradient_matches_autograd():
+    d, depth, n_nets = 3, 4, 2
+    x0 = bc.bn_rows(randn(d, d, gen=generator(9)))[0]
+    got = bc.first_layer_grad_op_lognorm(x0, [depth], n_nets=n_nets, gen=generator(10))
+    gen = generator(10)                              # the same draws, in the same order
+    ws = [haar_orthogonal(n_nets, d, d, gen=gen) for _ in range(depth)]
+    r = torch.randn(n_nets, d, d, generator=gen, dtype=DTYPE)
+    r = r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
+    w0 = ws[0].clone().requires_grad_(True)
+    x = bc.bn_rows(w0 @ x0)[0]
+    for w in ws[1:]:
+        x = bc.bn_rows(w @ x)[0]
+    (g,) = torch.autograd.grad((r * x).sum(), w0)
+    want = torch.log(torch.linalg.matrix_norm(g, ord=2))
+    assert torch.allclose(got[:, 0], want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: bc.isometry_gap_det(torch.ones(2, 3, dtype=DTYPE)), "x"),
+    (lambda: bc.run_chain(torch.eye(2, dtype=DTYPE), 0, n_nets=1, gen=generator(0)), "depth"),
+    (lambda: bc.run_chain(torch.eye(2, dtype=DTYPE), 2, n_nets=1, gen=generator(0),
+                          weights="uniform"), "weights"),
+    (lambda: bc.with_isometry_gap(1, [0.1], gen=generator(0)), "d"),
+    (lambda: bc.with_isometry_gap(3, [-0.1], gen=generator(0)), "targets"),
+    (lambda: bc.hitting_time(torch.ones(3, dtype=DTYPE), 1.0), "gaps"),
+    (lambda: bc.bn_rows(torch.zeros(2, 2, dtype=DTYPE)), "zero row"),
+])
+def test_bad_arguments_are_named(call, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        call()
