@@ -207,6 +207,25 @@ def test_verdict_fields_compare_exactly():
     assert not compare.compare_verdicts(rec, {**rec, "values": []}).ok
 
 
+def test_thresholds_at_estimated_degrees_of_freedom_compare_statistically():
+    """The critical value at the worst point moves with the sample; an exact one must not."""
+    rec = {"schema": 2, "claim": "c", "outcome": "confirmed", "kind": "test",
+           "test": {"statistic": "max |t|", "family": 1, "alpha": 0.001, "threshold": 3.80407},
+           "values": [_est(1.0, 0.01)]}
+    moved = copy.deepcopy(rec)
+    moved["test"]["threshold"] = 3.80409
+    res = compare.compare_verdicts(rec, moved)
+    assert res.ok and res.tolerated
+    moved["test"]["threshold"] = 5.06   # another worst point, with other degrees of freedom
+    assert compare.compare_verdicts(rec, moved).tolerated
+    moved["outcome"] = "inconclusive"
+    assert not compare.compare_verdicts(rec, moved).ok
+    exact = {**copy.deepcopy(rec), "values": [{"type": "exact", "value": "1"}]}
+    moved = copy.deepcopy(exact)
+    moved["test"]["threshold"] = 3.80409
+    assert not compare.compare_verdicts(exact, moved).ok
+
+
 def test_table_shapes_must_match():
     t = {"caption": "", "columns": ["a"], "rows": [[_est(1, 0.1)]]}
     assert compare.compare_tables(t, json.loads(json.dumps(t))).ok
