@@ -439,17 +439,22 @@ class ChapterStatus(SphinxDirective):
         return out
 
 
-def summary_nodes(env, docname: str, key: str = "") -> list[nodes.Node]:
-    """'Verdicts: 71 records, 43 confirmed, ... (in the claims ledger).' for a paper: ``key``,
-    or the paper of the chapters next to ``docname``."""
+def paper_records(env, docname: str, key: str = "") -> list[dict]:
+    """The verdict records of a paper: ``key``, or the paper of the chapters next to
+    ``docname``; the page is rebuilt when a chapter's notebook changes."""
     for path in ledger.chapter_notebooks():
         env.note_dependency(str(path))
     records = built(env, ledger.verdicts())
-    folder = docname.rsplit("/", 1)[0]
     if key:
-        group = [r for r in records if r["paper"] == key]
-    else:
-        group = [r for r in records if r["chapter"].rsplit("/", 1)[0] == folder]
+        return [r for r in records if r["paper"] == key]
+    folder = docname.rsplit("/", 1)[0]
+    return [r for r in records if r["chapter"].rsplit("/", 1)[0] == folder]
+
+
+def summary_nodes(env, docname: str, key: str = "") -> list[nodes.Node]:
+    """'Verdicts: 71 records, 43 confirmed, ... (in the claims ledger).' for a paper: ``key``,
+    or the paper of the chapters next to ``docname``."""
+    group = paper_records(env, docname, key)
     if not group:
         return [nodes.Text("No verdicts are recorded yet.")]
     key = group[0]["paper"]
@@ -494,14 +499,7 @@ def verdict_table_nodes(env, docname: str, key: str = "") -> list[nodes.Node]:
     """The outcome x scope counts of a paper's records, as a table with a sentence before
     (where they come from) and after (confirmations by kind). Consistency checks have their own
     row and are not counted as confirmations (:func:`eit.verdicts.ledger.summary`)."""
-    for path in ledger.chapter_notebooks():
-        env.note_dependency(str(path))
-    records = built(env, ledger.verdicts())
-    folder = docname.rsplit("/", 1)[0]
-    if key:
-        group = [r for r in records if r["paper"] == key]
-    else:
-        group = [r for r in records if r["chapter"].rsplit("/", 1)[0] == folder]
+    group = paper_records(env, docname, key)
     if not group:
         return [nodes.paragraph(text="No verdicts are recorded yet.")]
     key = group[0]["paper"]

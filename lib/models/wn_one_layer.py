@@ -45,6 +45,17 @@ def _blocks(n_nets: int, per_net: int, chunk: int) -> list[tuple[int, int]]:
     return [(s, min(step, n_nets - s)) for s in range(0, n_nets, step)]
 
 
+def _rows(u) -> tuple[torch.Tensor, bool, torch.Tensor]:
+    """``u`` as a batch of rows on the device, whether it was one vector, its squared norms."""
+    u = v.tensor("u", u, ndim=(1, 2)).to(device=device(), dtype=DTYPE)
+    single = u.ndim == 1
+    u = u.reshape(-1, u.shape[-1])
+    sq = u.square().sum(-1)
+    if (sq == 0).any():
+        raise ValueError("u must have no zero row (the ratio is undefined at 0)")
+    return u, single, sq
+
+
 def forward_ratios(u: torch.Tensor, m: int, direction: Direction, *, n_nets: int,
                    gen: torch.Generator, chunk: int = 2**22
                    ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -80,12 +91,7 @@ def forward_ratios(u: torch.Tensor, m: int, direction: Direction, *, n_nets: int
     >>> [round(float(x), 12) for x in lin]   # a square orthogonal layer is an isometry
     [1.0, 1.0, 1.0]
     """
-    u = v.tensor("u", u, ndim=(1, 2)).to(device=device(), dtype=DTYPE)
-    single = u.ndim == 1
-    u = u.reshape(-1, u.shape[-1])
-    sq = u.square().sum(-1)
-    if (sq == 0).any():
-        raise ValueError("u must have no zero row (the ratio is undefined at 0)")
+    u, single, sq = _rows(u)
     m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
     direction = _direction(direction)
     chunk = v.positive_int("chunk", chunk)
@@ -123,12 +129,7 @@ def backward_ratios(u: torch.Tensor, n: int, direction: Direction, *, n_nets: in
     >>> bool((z <= w + 1e-12).all()), tuple(z.shape)
     (True, (4,))
     """
-    u = v.tensor("u", u, ndim=(1, 2)).to(device=device(), dtype=DTYPE)
-    single = u.ndim == 1
-    u = u.reshape(-1, u.shape[-1])
-    sq = u.square().sum(-1)
-    if (sq == 0).any():
-        raise ValueError("u must have no zero row (the ratio is undefined at 0)")
+    u, single, sq = _rows(u)
     n, n_nets = v.positive_int("n", n), v.positive_int("n_nets", n_nets)
     direction = _direction(direction)
     chunk = v.positive_int("chunk", chunk)
