@@ -109,3 +109,14 @@ def test_first_layer_gradient_matches_autograd():
 def test_bad_arguments_are_named(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
         call()
+
+
+def test_square_weights_are_haar_or_gaussian_of_variance_one_over_d():
+    q = bc.square_weights("orthogonal", 3, 4, gen=generator(11))
+    eye = torch.eye(4, dtype=DTYPE).expand(3, 4, 4)
+    assert q.shape == (3, 4, 4) and torch.allclose(q @ q.transpose(-2, -1), eye, atol=1e-12)
+    assert torch.equal(q, haar_orthogonal(3, 4, 4, gen=generator(11)))
+    g = bc.square_weights("gaussian", 400, 5, gen=generator(12))
+    assert abs(float(g.var()) * 5 - 1.0) < 0.05
+    with pytest.raises(ValueError, match="weights"):
+        bc.square_weights("uniform", 1, 2, gen=generator(0))

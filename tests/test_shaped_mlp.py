@@ -1,6 +1,8 @@
-"""Tests for eit.models.shaped_mlp and eit.train.stacked_sgd (stacked training runs)."""
+"""Tests for eit.models.shaped_mlp, trained by the batched engine (eit.train.batched)."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
@@ -8,7 +10,7 @@ import torch
 from eit.core.device import DTYPE
 from eit.core.seeds import generator
 from eit.models import shaped_mlp as smlp
-from eit.train import stacked_sgd
+from eit.train import batched
 from eit.train.sgd import digits
 
 
@@ -58,11 +60,13 @@ def test_training_lowers_the_loss_on_digits():
     m = smlp.shaped_mlp(runs=2, width=8, depth=2, n_in=64, n_classes=10,
                         gains=smlp.power_gains(2, 1.0), activation=torch.tanh,
                         gen=generator(4), dtype=torch.float32)
-    hist = stacked_sgd.train(m, data, lr=0.1, epochs=2, batch_size=32, gen=generator(5),
-                             record=lambda model, epoch: epoch)
-    assert hist.loss.shape == (2, 2) and hist.records == [0, 1, 2]
-    assert bool((hist.loss[-1] < hist.loss[0]).all())
-    acc = stacked_sgd.accuracies(m, data.x_test, data.y_test)
+    res = batched.train(m, data, lr=0.1, epochs=2, batch_size=32, gens=generator(5),
+                        max_loss=math.inf, on_divergence="raise", drop_last=True,
+                        record=lambda model, epoch: epoch)
+    assert res.losses.shape == (2, 2) and res.records == [0, 1, 2]
+    assert bool((res.losses[:, -1] < res.losses[:, 0]).all())
+    acc = batched.accuracies(m, data.x_test, data.y_test)
+    assert torch.allclose(acc, torch.from_numpy(res.test_accuracy))
     assert acc.shape == (2,) and bool((acc > 0.3).all())
 
 
@@ -74,7 +78,8 @@ def test_divergence_is_an_error():
     with torch.no_grad():
         m.w_out *= 1e300
     with pytest.raises(FloatingPointError, match="diverged"):
-        stacked_sgd.train(m, data, lr=1e300, epochs=1, batch_size=32, gen=generator(7))
+        batched.train(m, data, lr=1e300, epochs=1, batch_size=32, gens=generator(7),
+                      max_loss=math.inf, on_divergence="raise")
 
 
 @pytest.mark.parametrize(("call", "name"), [
@@ -83,8 +88,8 @@ def test_divergence_is_an_error():
     (lambda: _model(dtype=torch.float16), "dtype"),
     (lambda: smlp.ShapedMLP(torch.zeros(1, 2, 2), torch.zeros(1, 1, 2, 2),
                             torch.zeros(1, 2, 2), [1.0], torch.tanh), "gains"),
-    (lambda: stacked_sgd.train(_model(), digits(seed=0), lr=0.1, epochs=1, batch_size=10**6,
-                               gen=generator(0)), "batch_size"),
+    (lambda: batched.train(_model(), digits(seed=0), lr=0.1, epochs=1, batch_size=10**6,
+                           gens=generator(0), drop_last=True), "batch_size"),
 ])
 def test_bad_arguments_are_named(call, name):
     with pytest.raises((ValueError, TypeError), match=name):

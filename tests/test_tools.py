@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -50,3 +51,19 @@ def test_an_interrupted_run_leaves_no_worker_or_kernel(tmp_path):
     time.sleep(1)
     alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not alive, f"left running: {[p.cmdline() for p in alive]}"
+
+
+def test_chapters_are_scheduled_longest_first(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from execute import longest_first
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    times = {"01-a": 5.0, "02-b": 40.0, "03-c": None, "04-d": 12.5}
+    for name, wall in times.items():
+        (tmp_path / f"{name}.md").write_text("")
+        meta = {} if wall is None else {"eit": {"wall_time_s": wall}}
+        (tmp_path / f"{name}.ipynb").write_text(
+            json.dumps({"cells": [], "metadata": meta}))
+    order = [p.stem for p in longest_first(sorted(tmp_path.glob("*.md")))]
+    assert order == ["02-b", "04-d", "01-a", "03-c"]

@@ -181,6 +181,26 @@ def test_agreement_is_never_confirmed_beyond_the_margin(shift, se):
 
 
 # -- inequalities and effects -----------------------------------------------------------------
+@pytest.mark.parametrize("check, kwargs, measured", [
+    (agree, {"theory": 1.0, "criterion": EXACT_LAW}, "estimate"),
+    (at_most, {"bound": 1.0, "criterion": INEQ}, "estimate"),
+    (at_least, {"bound": 1.0, "criterion": INEQ}, "estimate"),
+    (bound, {"bound": 0.1, "criterion": INEQ}, "failures"),
+])
+def test_pointwise_checks_share_one_validation(check, kwargs, measured):
+    one = est(1.0, 0.01) if measured == "estimate" else proportion(1, 100)
+    good = check(*HEAD, scope=PAPER, **{measured: [one, one]}, **kwargs)
+    assert len([r for r in good.values if r["name"].startswith("point")]) == 2
+    with pytest.raises(ValueError, match="labels"):
+        check(*HEAD, scope=PAPER, **{measured: [one, one]}, labels=["a"], **kwargs)
+    with pytest.raises(ValueError, match="kind"):
+        check(*HEAD, scope=PAPER, **{measured: one}, kind="guess", **kwargs)
+    with pytest.raises(TypeError, match="criterion"):
+        check(*HEAD, scope=PAPER, **{measured: one}, **{**kwargs, "criterion": Detection("t")})
+    with pytest.raises(TypeError, match=measured):
+        check(*HEAD, scope=PAPER, **{measured: 1.0}, **kwargs)
+
+
 def test_at_most_and_at_least():
     assert at_most(*HEAD, estimate=est(1.5, 0.1), bound=2.0, criterion=INEQ,
                    scope=PAPER).outcome == CONFIRMED
@@ -222,8 +242,16 @@ def test_a_non_detection_is_inconclusive_never_refuted():
     crit = Detection("Kendall tau")
     assert detects(*HEAD, statistic=Statistic(0.5), p_value=1e-6, criterion=crit,
                    scope=PAPER).outcome == CONFIRMED
-    assert detects(*HEAD, statistic=Statistic(0.1), p_value=0.3, criterion=crit,
-                   scope=PAPER).outcome == INCONCLUSIVE
+    v = detects(*HEAD, statistic=Statistic(0.1), p_value=0.3, criterion=crit, scope=PAPER,
+                detectable=0.4)
+    assert v.outcome == INCONCLUSIVE
+    assert v.test["detectable"] == 0.4 and "detectable effect 0.4" in v.test["text"]
+    # a non-detection must say what it could have detected
+    with pytest.raises(ValueError, match="detectable"):
+        detects(*HEAD, statistic=Statistic(0.1), p_value=0.3, criterion=crit, scope=PAPER)
+    with pytest.raises(ValueError, match="detectable"):
+        detects(*HEAD, statistic=Statistic(0.1), p_value=0.3, criterion=crit, scope=PAPER,
+                detectable=-1.0)
     with pytest.raises(ValueError, match="p_value"):
         detects(*HEAD, statistic=Statistic(0.1), p_value=float("nan"), criterion=crit,
                 scope=PAPER)
@@ -290,3 +318,47 @@ def test_refuted_is_not_allowed_on_a_substitute():
 
 def test_math_in_statements_is_typeset():
     assert "\\(x^2\\)" in records.tex_to_html("a $x^2$ b")
+
+
+def test_an_inconclusive_bound_states_what_it_could_detect():
+    crit = Inequality(alpha=0.01)
+    v = at_most(*HEAD, estimate=Estimate(1.0, 0.5, 30, df=29), bound=1.2, criterion=crit,
+                scope=PAPER)
+    assert v.outcome == INCONCLUSIVE
+    c = Estimate(1.0, 0.5, 30, df=29).critical(0.01, sides=1)
+    assert v.test["detectable"] == pytest.approx(c * 0.5)
+    assert "detectable difference" in v.test["text"]
+
+
+def test_agree_records_a_consistency_check_apart():
+    crit = Agreement(margin=0.05, relative=True)
+    v = agree(*HEAD, theory=1.0, estimate=Estimate(1.001, 0.001, 400), criterion=crit,
+              scope=PAPER, kind=CONSISTENCY)
+    assert v.outcome == CONFIRMED and v.kind == CONSISTENCY
+    with pytest.raises(ValueError, match="kind"):
+        agree(*HEAD, theory=1.0, estimate=Estimate(1.001, 0.001, 400), criterion=crit,
+              scope=PAPER, kind="proof")
+
+
+def test_detectable_effects_of_the_one_sided_tests():
+    e = Estimate(0.3, 0.1, 50, df=49)
+    p, d = stats.positive(e, Estimate(1.0, 0.1, 50, df=49), alpha=0.001)
+    assert p == pytest.approx(float(__import__("scipy").stats.t.sf(3.0, 49)))
+    assert d == pytest.approx(e.critical(0.001, sides=1) * 0.1)
+    # simulated under the null, the detectable tau is the (1 - alpha) quantile
+    rng = np.random.default_rng(0)
+    n = 60
+    taus = [__import__("scipy").stats.kendalltau(rng.normal(size=n), rng.normal(size=n))[0]
+            for _ in range(4000)]
+    assert np.quantile(taus, 0.95) == pytest.approx(stats.kendall_detectable(n, 0.05),
+                                                    rel=0.08)
+    us = [__import__("scipy").stats.mannwhitneyu(rng.normal(size=15), rng.normal(size=25))
+          .statistic / (15 * 25) - 0.5 for _ in range(4000)]
+    assert np.quantile(us, 0.95) == pytest.approx(stats.mann_whitney_detectable(15, 25, 0.05),
+                                                  rel=0.08)
+    with pytest.raises(ValueError, match="alpha"):
+        stats.positive(e, alpha=1.5)
+    with pytest.raises(TypeError, match=r"estimates\[0\]"):
+        stats.positive(0.3, alpha=0.01)
+    with pytest.raises(ValueError, match="n must be"):
+        stats.kendall_detectable(1, 0.01)

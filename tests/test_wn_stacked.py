@@ -44,3 +44,14 @@ def test_mixed_or_empty_stacks_are_refused():
     deeper = wn_mlp_model("proposed", d_in=3, widths=[4, 4], d_out=2, gen=generator(0))
     with pytest.raises(ValueError, match="depth"):
         stack([mlp, deeper])
+    with pytest.raises(TypeError, match="dtype"):
+        stack([mlp], dtype=torch.int64)
+
+
+def test_a_single_precision_stack_keeps_the_map():
+    nets = [wn_mlp_model("proposed", d_in=3, widths=[4], d_out=2, gen=generator(s))
+            for s in range(2)]
+    x = torch.ones(5, 3, dtype=DTYPE)
+    batched = stack(nets, dtype=torch.float32)
+    assert all(p.dtype == torch.float32 for p in batched.parameters())
+    assert torch.allclose(batched(x.float())[1].double(), nets[1](x), atol=1e-5)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib.metadata as md
+import json
 import os
 import signal
 import sys
@@ -29,6 +30,21 @@ KERNEL = {"display_name": "Python 3", "language": "python", "name": "python3"}
 def chapter_sources() -> list[Path]:
     return sorted(p for p in (ROOT / "chapters").rglob("*.md")
                   if "{code-cell}" in p.read_text() and ".ipynb_checkpoints" not in p.parts)
+
+
+def recorded_wall_time(source: Path) -> float:
+    """The wall time recorded in a chapter's committed notebook (0 when there is none)."""
+    try:
+        nb = json.loads(source.with_suffix(".ipynb").read_text())
+        return float(nb["metadata"]["eit"]["wall_time_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
+def longest_first(sources: list[Path]) -> list[Path]:
+    """Chapters by recorded wall time, longest first: with a few parallel jobs the slowest
+    chapter then never starts last and holds up the end of the run."""
+    return sorted(sources, key=lambda p: (-recorded_wall_time(p), str(p)))
 
 
 def execute(source: Path, timeout: int = 900, output_dir: Path | None = None
@@ -93,7 +109,7 @@ def run_all(sources: list[Path], *, jobs: int, output_dir: Path | None, timeout:
     pool = ProcessPoolExecutor(max_workers=jobs)
     try:
         futures = {pool.submit(execute, source, timeout, output_dir): source
-                   for source in sources}
+                   for source in longest_first(sources)}
         print(f"executing {total} chapter(s), {jobs} at a time", flush=True)
         for future in as_completed(futures):
             source = futures[future]

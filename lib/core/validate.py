@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import torch
 
 __all__ = ["positive_int", "positive_float", "in_interval", "widths", "tensor",
-           "available_memory", "memory", "scales", "finite_real", "per_layer"]
+           "available_memory", "memory", "scales", "finite_real", "per_layer", "per_network",
+           "nonzero_vector"]
 
 
 def positive_int(name: str, value) -> int:
@@ -171,3 +172,97 @@ def per_layer(name: str, value, length: int, *, allow_longer: bool = False) -> l
         raise ValueError(f"{name} must have {need} entries (one per layer), got {len(values)}")
     return [positive_float(f"{name}[{i}]", float(x) if isinstance(x, torch.Tensor) else x)
             for i, x in enumerate(values[:length])]
+
+
+def per_network(name: str, value, n_nets: int, *, square: bool = False) -> torch.Tensor:
+    """One ``(d, n)`` matrix per network: a shared ``(d, n)`` batch, or ``(n_nets, d, n)``.
+
+    The batches of the batch-normalized chains (features x inputs, the paper's d x n) are
+    given once for all networks or once per network; a shared batch is expanded (a view, no
+    copy) to the leading dimension ``n_nets``.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error messages.
+    value : torch.Tensor
+        ``(d, n)`` or ``(n_nets, d, n)``, finite, floating point.
+    n_nets : int
+        The number of networks.
+    square : bool
+        Require square matrices (n = d).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n_nets, d, n)``, on the device and with the dtype of ``value``.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a floating-point tensor.
+    ValueError
+        Wrong number of dimensions, a leading dimension other than ``n_nets``, non-square
+        matrices with ``square=True``, or an inf or NaN.
+
+    References
+    ----------
+    Meterez et al. (2024), eqs. (3)-(4) (the batch X of a chain).
+
+    Examples
+    --------
+    >>> per_network("x0", torch.ones(2, 3), 4).shape
+    torch.Size([4, 2, 3])
+    """
+    n_nets = positive_int("n_nets", n_nets)
+    value = tensor(name, value, ndim=(2, 3))
+    if square and value.shape[-1] != value.shape[-2]:
+        raise ValueError(f"{name} must be a batch of square matrices (..., d, d), got shape "
+                         f"{tuple(value.shape)}")
+    if value.ndim == 2:
+        value = value.expand(n_nets, *value.shape)
+    if value.shape[0] != n_nets:
+        shape = "d, d" if square else "d, n"
+        raise ValueError(f"{name} must have shape ({shape}) or (n_nets, {shape}) = ({n_nets}, "
+                         f"{shape}), got {tuple(value.shape)}")
+    return value
+
+
+def nonzero_vector(name: str, value) -> torch.Tensor:
+    """A finite floating-point vector ``(n,)`` with at least one non-zero entry.
+
+    The input of a norm ratio ``||f(u)||^2 / ||u||^2``, undefined at ``u = 0``.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error messages.
+    value : torch.Tensor
+        ``(n,)``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``value`` itself.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a floating-point tensor.
+    ValueError
+        ``value`` is not one-dimensional, contains an inf or NaN, or is zero.
+
+    References
+    ----------
+    Arpit & Bengio (2019), Theorem 4; Arpit, Campos & Bengio (2019), Theorems 1-2 (the
+    norm ratios of one layer).
+
+    Examples
+    --------
+    >>> nonzero_vector("u", torch.ones(3)).shape
+    torch.Size([3])
+    """
+    value = tensor(name, value, ndim=1)
+    if not bool((value != 0).any()):
+        raise ValueError(f"{name} must be a non-zero vector")
+    return value

@@ -185,14 +185,8 @@ def shaped_net(d: int, gains: Sequence[float], activation: Activation, *,
 
 
 def _inputs(x0, n_nets: int) -> torch.Tensor:
-    """The batch ``(n_nets, d, n)`` of the paper, validated."""
-    x0 = _matrices("x0", x0)
-    if x0.ndim == 2:
-        x0 = x0.expand(n_nets, *x0.shape)
-    if x0.ndim != 3 or x0.shape[0] != n_nets:
-        raise ValueError(f"x0 must have shape (d, n) or (n_nets, d, n) = ({n_nets}, d, n), got "
-                         f"{tuple(x0.shape)}")
-    return x0.to(device=device(), dtype=DTYPE)
+    """The batch ``(n_nets, d, n)`` of the paper, validated, on the compute device."""
+    return v.per_network("x0", x0, n_nets).to(device=device(), dtype=DTYPE)
 
 
 def _readout(n_nets: int, d: int, n: int, gen: torch.Generator) -> torch.Tensor:

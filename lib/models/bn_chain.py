@@ -37,7 +37,7 @@ from ..core.device import DTYPE, device
 from ..sample.laws import gaussian, haar_orthogonal
 
 __all__ = ["Chain", "hartley", "isometry_gap_det", "bn_rows", "bn_jacobian_lognorm", "run_chain",
-           "hitting_time", "tail_sums", "with_isometry_gap", "one_step_decrease",
+           "hitting_time", "square_weights", "tail_sums", "with_isometry_gap", "one_step_decrease",
            "first_layer_grad_op_lognorm"]
 
 
@@ -111,20 +111,43 @@ class Chain:
 
 
 def _inputs(x0, n_nets: int) -> torch.Tensor:
-    x0 = _square("x0", x0)
-    if x0.ndim == 2:
-        x0 = x0.expand(n_nets, *x0.shape)
-    if x0.ndim != 3 or x0.shape[0] != n_nets:
-        raise ValueError(f"x0 must have shape (d, d) or (n_nets, d, d) = ({n_nets}, d, d), got "
-                         f"{tuple(x0.shape)}")
-    return x0.to(device=device(), dtype=DTYPE)
+    return v.per_network("x0", x0, n_nets, square=True).to(device=device(), dtype=DTYPE)
 
 
-def _weights(kind: str, n: int, d: int, gen: torch.Generator) -> torch.Tensor:
+def square_weights(kind: str, n_nets: int, d: int, *, gen: torch.Generator) -> torch.Tensor:
+    """``n_nets`` square weight matrices ``(d, d)`` of the BN chains: Haar or Gaussian.
+
+    Parameters
+    ----------
+    kind : str
+        ``'orthogonal'`` (Haar-orthogonal, the paper's choice) or ``'gaussian'`` (i.i.d.
+        N(0, 1/d) entries, the variance that preserves the expected squared norm).
+    n_nets : int
+        The number of networks.
+    d : int
+        The width.
+    gen : torch.Generator
+        The random generator.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n_nets, d, d)``.
+
+    References
+    ----------
+    Meterez et al. (2024), eq. (3) and Appendices H and J (the Gaussian variant).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> square_weights("gaussian", 2, 3, gen=generator(0)).shape
+    torch.Size([2, 3, 3])
+    """
     if kind == "orthogonal":
-        return haar_orthogonal(n, d, d, gen=gen)
+        return haar_orthogonal(n_nets, d, d, gen=gen)
     if kind == "gaussian":
-        return gaussian(n, d, d, 1.0 / d, gen=gen)
+        return gaussian(n_nets, d, d, 1.0 / d, gen=gen)
     raise ValueError(f"weights must be 'orthogonal' or 'gaussian', got {kind!r}")
 
 
@@ -151,7 +174,7 @@ def run_chain(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch.Generator
     jac = torch.empty(n_nets, depth, dtype=DTYPE, device=x.device)
     gaps[:, 0] = isometry_gap_det(x)
     for ell in range(depth):
-        h = _weights(weights, n_nets, d, gen) @ x
+        h = square_weights(weights, n_nets, d, gen=gen) @ x
         x, norms = bn_rows(h)
         jac[:, ell] = -torch.log(norms.amin(dim=-1))
         gaps[:, ell + 1] = isometry_gap_det(x)

@@ -269,6 +269,15 @@ def _tau(tau):
     return in_interval("tau", tau, 0.0, 1.0)
 
 
+def _pl_arguments(ell, tau, Sigma) -> tuple[int, float | torch.Tensor, torch.Tensor]:
+    """The validated ``ell``, ``tau`` and sigma_min(Sigma) of the constants of eq. (2.3)."""
+    ell = positive_int("ell", ell)
+    tau = _tau(tau)
+    Sigma = tensor("Sigma", Sigma, ndim=tuple(range(2, 6)))
+    smin, _ = _sigma_min_max(Sigma)
+    return ell, tau, smin
+
+
 def pl_bound_printed(ell: int, tau, Sigma) -> torch.Tensor:
     """The constant of eq. (2.3) as printed: 4 l (1 - tau)^(l-1) sigma_min(Sigma)^2.
 
@@ -280,10 +289,7 @@ def pl_bound_printed(ell: int, tau, Sigma) -> torch.Tensor:
     >>> float(pl_bound_printed(2, 0.5, R))
     4.0
     """
-    ell = positive_int("ell", ell)
-    tau = _tau(tau)
-    Sigma = tensor("Sigma", Sigma, ndim=tuple(range(2, 6)))
-    smin, _ = _sigma_min_max(Sigma)
+    ell, tau, smin = _pl_arguments(ell, tau, Sigma)
     return 4 * ell * (1 - tau) ** (ell - 1) * smin**2
 
 
@@ -300,10 +306,7 @@ def pl_bound_corrected(ell: int, tau, Sigma) -> torch.Tensor:
     >>> float(pl_bound_corrected(2, 0.5, R))
     2.0
     """
-    ell = positive_int("ell", ell)
-    tau = _tau(tau)
-    Sigma = tensor("Sigma", Sigma, ndim=tuple(range(2, 6)))
-    smin, _ = _sigma_min_max(Sigma)
+    ell, tau, smin = _pl_arguments(ell, tau, Sigma)
     return 4 * ell * (1 - tau) ** (2 * (ell - 1)) * smin
 
 

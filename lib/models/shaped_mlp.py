@@ -5,7 +5,7 @@ Section 4 and Appendices G-H of the paper train ``X_{l+1} = act(alpha_l BN(W_l X
 variance, no affine parameters, no epsilon), orthogonal initial weights and a linear read-out.
 This module holds ``runs`` such networks as stacked tensors, so that one batched matrix product
 per layer serves all of them; each run has its own weights and its own loss, so the runs do not
-interact (:mod:`eit.train.stacked_sgd` trains them).
+interact (:func:`eit.train.batched.train` trains them).
 
 Layout: a mini-batch is ``(runs, n, features)`` (one row per sample). The input layer maps the
 ``n_in`` pixels to the width ``d`` (semi-orthogonal ``W_0``, rows orthonormal), followed by
@@ -115,8 +115,8 @@ class ShapedMLP:
         self.activation = activation
         self.normalized = normalized
 
-    @property
-    def params(self) -> list[torch.Tensor]:
+    def parameters(self) -> list[torch.Tensor]:
+        """``[w_in, ws, w_out]``, each with the run axis first (:func:`eit.train.batched.train`)."""
         return [self.w_in, self.ws, self.w_out]
 
     @property
@@ -152,7 +152,7 @@ def shaped_mlp(*, runs: int, width: int, depth: int, n_in: int, n_classes: int,
     otherwise ``act(alpha z)`` as printed in eq. (11). Because every layer's output enters a
     BN, the two differ only in the scale of the last layer's output, i.e. of the logits.
     The weights are drawn in float64 and stored in ``dtype`` (float32 halves the cost of
-    training; the inputs are cast to it by :func:`eit.train.stacked_sgd.train`).
+    training; the inputs are cast to it by :func:`eit.train.batched.train`).
     """
     runs, width = v.positive_int("runs", runs), v.positive_int("width", width)
     depth, n_in = v.positive_int("depth", depth), v.positive_int("n_in", n_in)

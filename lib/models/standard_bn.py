@@ -32,7 +32,7 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
-from ..sample.laws import gaussian, haar_orthogonal
+from .bn_chain import square_weights
 
 __all__ = ["bn_standard", "feature_gap", "layer", "representation_gaps",
            "first_layer_grad_lognorms"]
@@ -81,23 +81,7 @@ def layer(x: torch.Tensor, w: torch.Tensor, activation: Activation, gain: float,
 
 
 def _inputs(x0, n_nets: int) -> torch.Tensor:
-    if not isinstance(x0, torch.Tensor) or x0.ndim not in (2, 3):
-        raise TypeError("x0 must be a torch.Tensor (d, n) or (n_nets, d, n)")
-    x0 = v.tensor("x0", x0, ndim=x0.ndim)
-    if x0.ndim == 2:
-        x0 = x0.expand(n_nets, *x0.shape)
-    if x0.shape[0] != n_nets:
-        raise ValueError(f"x0 must have {n_nets} networks in its first dimension, got "
-                         f"{tuple(x0.shape)}")
-    return x0.to(device=device(), dtype=DTYPE)
-
-
-def _weights(kind: str, n_nets: int, d: int, gen: torch.Generator) -> torch.Tensor:
-    if kind == "orthogonal":
-        return haar_orthogonal(n_nets, d, d, gen=gen)
-    if kind == "gaussian":
-        return gaussian(n_nets, d, d, 1.0 / d, gen=gen)
-    raise ValueError(f"weights must be 'orthogonal' or 'gaussian', got {kind!r}")
+    return v.per_network("x0", x0, n_nets).to(device=device(), dtype=DTYPE)
 
 
 def _check(activation, gain, residual) -> float:
@@ -120,7 +104,8 @@ def representation_gaps(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
     x = _inputs(x0, n_nets)
     out = torch.empty(n_nets, len(ds), dtype=DTYPE, device=x.device)
     for ell in range(1, max(ds) + 1):
-        x = layer(x, _weights(weights, n_nets, x.shape[1], gen), activation, gain, residual)
+        w = square_weights(weights, n_nets, x.shape[1], gen=gen)
+        x = layer(x, w, activation, gain, residual)
         for col, depth in enumerate(ds):
             if depth == ell:
                 out[:, col] = feature_gap(x)
@@ -144,7 +129,7 @@ def first_layer_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets
     v.memory("n_nets x max(depths) x d x n (stored layers)", 2 * n_nets * max(ds) * d * n * 8)
     ws, xs = [], [x]
     for _ in range(max(ds)):
-        ws.append(_weights(weights, n_nets, d, gen))
+        ws.append(square_weights(weights, n_nets, d, gen=gen))
         xs.append(layer(xs[-1], ws[-1], activation, gain, residual))
     r = torch.randn(n_nets, d, n, generator=gen, device=gen.device, dtype=DTYPE).to(x.device)
     r = r / r.flatten(1).norm(dim=1).view(-1, 1, 1)

@@ -184,7 +184,7 @@ def layer_sq_ratio(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator
     >>> layer_sq_ratio(torch.ones(3, dtype=torch.float64), 8, n_nets=4, gen=generator(0)).shape
     torch.Size([4])
     """
-    u = v.tensor("u", u, ndim=1).to(device=device(), dtype=DTYPE)
+    u = v.nonzero_vector("u", u).to(device=device(), dtype=DTYPE)
     m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
     chunk = v.positive_int("chunk", chunk)
     if mask not in ("relu", "bernoulli"):
@@ -192,8 +192,6 @@ def layer_sq_ratio(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator
     if law not in LAWS:
         raise ValueError(f"law must be one of {LAWS}, got {law!r}")
     n = u.numel()
-    if not bool((u != 0).any()):
-        raise ValueError("u must be a non-zero vector")
     k = proposed_gain(n, m) if gain is None else v.positive_float("gain", gain)
     units = m if law == "orthogonal" else max(1, min(m, chunk // n))
     nets = max(1, min(n_nets, chunk // (units * n)))
@@ -350,14 +348,12 @@ def prop3_sq_norm(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
     >>> prop3_sq_norm(torch.ones(3, dtype=torch.float64), 5, n_nets=2, gen=generator(0)).shape
     torch.Size([2])
     """
-    u = v.tensor("u", u, ndim=1).to(device=device(), dtype=DTYPE)
+    u = v.nonzero_vector("u", u).to(device=device(), dtype=DTYPE)
     m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
     if z not in ("bernoulli", "gaussian"):
         raise ValueError(f"z must be 'bernoulli' or 'gaussian', got {z!r}")
     if row_norm is not None:
         row_norm = v.positive_float("row_norm", row_norm)
-    if not bool((u != 0).any()):
-        raise ValueError("u must be a non-zero vector")
     n = u.numel()
     r = rows(n_nets, m, n, gen=gen, law=law)
     norms = r.norm(dim=-1)

@@ -49,10 +49,6 @@ def _direction(direction) -> Direction:
     return direction
 
 
-def _vector(name: str, u) -> torch.Tensor:
-    return v.tensor(name, u, ndim=1).to(device=device(), dtype=DTYPE)
-
-
 def forward_layer_ratio(u: torch.Tensor, m: int, direction: Direction, *, n_nets: int,
                         gen: torch.Generator, gain: float | None = None) -> torch.Tensor:
     """||ReLU(g W_hat u)||^2 / ||u||^2 for ``n_nets`` independent layers (Theorems 1 and 5).
@@ -71,10 +67,8 @@ def forward_layer_ratio(u: torch.Tensor, m: int, direction: Direction, *, n_nets
     ...                     gen=generator(0)).shape
     torch.Size([3])
     """
-    u = _vector("u", u)
+    u = v.nonzero_vector("u", u).to(device=device(), dtype=DTYPE)
     m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
-    if not bool((u != 0).any()):
-        raise ValueError("u must be a non-zero vector")
     g = proposed_gain(u.numel(), m) if gain is None else v.positive_float("gain", gain)
     w = directions(n_nets, m, u.numel(), _direction(direction), gen=gen)
     a = g * torch.matmul(w, u)
@@ -101,13 +95,11 @@ def backward_layer_ratio(u: torch.Tensor, n: int, direction: Direction, *, n_net
     ...                      gen=generator(0)).shape
     torch.Size([3])
     """
-    u = _vector("u", u)
+    u = v.nonzero_vector("u", u).to(device=device(), dtype=DTYPE)
     n, n_nets = v.positive_int("n", n), v.positive_int("n_nets", n_nets)
     g = v.positive_float("gain", gain)
     if not isinstance(mask, bool):
         raise TypeError(f"mask must be a bool, got {type(mask).__name__}")
-    if not bool((u != 0).any()):
-        raise ValueError("u must be a non-zero vector")
     w = directions(n_nets, u.numel(), n, _direction(direction), gen=gen)
     out = g * torch.matmul(u, w)  # (n_nets, n)
     if mask:
@@ -118,6 +110,13 @@ def backward_layer_ratio(u: torch.Tensor, n: int, direction: Direction, *, n_net
 # ---------------------------------------------------------------------------------------------
 # Residual networks, eq. (6): h^{b+1} = h^b + F_b(h^b), F_b = FC2 o ReLU o FC1 (Appendix A.2)
 # ---------------------------------------------------------------------------------------------
+
+
+def _random_backward(backward) -> str | None:
+    """The engine's ``backward`` for a bool: a random Gaussian error vector, or no pass."""
+    if not isinstance(backward, bool):
+        raise TypeError(f"backward must be a bool, got {type(backward).__name__}")
+    return "random" if backward else None
 
 
 def _block_gains(name: str, value, blocks: int) -> list[float | None]:
@@ -217,10 +216,8 @@ def wn_resnet(x: torch.Tensor, hidden: Sequence[int], direction: Direction, *, n
     ((4, 2, 2), (3, 2, 2))
     """
     x = v.tensor("x", x, ndim=2)
-    if not isinstance(backward, bool):
-        raise TypeError(f"backward must be a bool, got {type(backward).__name__}")
     net = wn_resnet_net(x.shape[-1], hidden, direction, fc1_gain=fc1_gain, fc2_gain=fc2_gain)
-    t = trace(net, x, n_nets=n_nets, gen=gen, backward="random" if backward else None)
+    t = trace(net, x, n_nets=n_nets, gen=gen, backward=_random_backward(backward))
     names = {"log_f": "log_branch", "cos_f": "cos_branch"}
     if backward:
         names.update(log_j="log_branch_grad", cos_j="cos_branch_grad")
@@ -595,10 +592,8 @@ def wn_stage_resnet(x: torch.Tensor, widths: Sequence[int], blocks: Sequence[int
     ((0, 2, 3), (3, 4, 4, 6))
     """
     x = v.tensor("x", x, ndim=2)
-    if not isinstance(backward, bool):
-        raise TypeError(f"backward must be a bool, got {type(backward).__name__}")
     net = wn_stage_net(x.shape[-1], widths, blocks, _direction(direction), gammas=gammas)
-    t = trace(net, x, n_nets=n_nets, gen=gen, backward="random" if backward else None)
+    t = trace(net, x, n_nets=n_nets, gen=gen, backward=_random_backward(backward))
     counts = v.widths("blocks", blocks)
     boundaries = tuple(int(b) for b in torch.tensor([0, *counts]).cumsum(0))
     return t.with_meta(boundaries=boundaries)

@@ -162,6 +162,26 @@ def _failed(scope: str) -> str:
     return NOT_REPRODUCED if scope == SUBSTITUTE else REFUTED
 
 
+def _pointwise(paper, claim, statement, scope, *, criterion, criterion_type, kind,
+               measured_name, measured, measured_types, reference_name, reference, labels):
+    """The shared preamble of the checks of one measurement per point against a reference.
+
+    Validates the head, the criterion (of ``criterion_type``, declared before the
+    measurement) and the kind, and returns ``(kind, measured, single, reference, labels)``:
+    the k measurements as a list, whether one was given bare, the k reference numbers (one
+    number is repeated) and the k labels.
+    """
+    _head(paper, claim, statement, scope)
+    _criterion("criterion", criterion, criterion_type)
+    kind = _kind(kind)
+    items, single = _seq(measured_name, measured, measured_types)
+    k = len(items)
+    refs = _numbers(reference_name, reference, k)
+    labs = _labels(labels, k)
+    _declared_before(criterion, items)
+    return kind, items, single, refs, labs
+
+
 def _g(x: float) -> str:
     return f"{x:.4g}"
 
@@ -226,7 +246,7 @@ def _detectable(points: list[_Point], crit: Agreement) -> float:
 
 def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion: Agreement,
           scope: str, labels: Sequence[str] | None = None, corrected=None,
-          correction: str = "", values: Mapping | None = None) -> Verdict:
+          correction: str = "", values: Mapping | None = None, kind: str = TEST) -> Verdict:
     """Estimates against a claimed value (one point or a curve of points).
 
     Parameters
@@ -248,6 +268,10 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
         outcome is "confirmed with a correction" (``correction`` says what changed).
     values : mapping, optional
         Further typed numbers to record.
+    kind : str, optional
+        TEST (default), or CONSISTENCY for a comparison that cannot fail at this setting (for
+        example draws of an exact law against a value the law is known to give): recorded,
+        never counted as a confirmation.
 
     Returns
     -------
@@ -270,13 +294,11 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
     ...       criterion=crit, scope="paper").outcome
     'inconclusive'
     """
-    _head(paper, claim, statement, scope)
-    _criterion("criterion", criterion, Agreement)
-    estimates, single = _seq("estimate", estimate, Estimate)
+    kind, estimates, single, theories, labs = _pointwise(
+        paper, claim, statement, scope, criterion=criterion, criterion_type=Agreement,
+        kind=kind, measured_name="estimate", measured=estimate, measured_types=Estimate,
+        reference_name="theory", reference=theory, labels=labels)
     k = len(estimates)
-    theories = _numbers("theory", theory, k)
-    labs = _labels(labels, k)
-    _declared_before(criterion, estimates)
     if corrected is not None and not (isinstance(correction, str) and correction.strip()):
         raise ValueError("correction must describe the corrected value when corrected is given")
     points = _points(estimates, theories, labs, criterion)
@@ -317,7 +339,7 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
     test = {"text": text, "statistic": "max |t|", "value": abs(worst.t),
             "threshold": worst.crit, "detectable": _detectable(points, criterion),
             "family": k, "alpha": criterion.alpha}
-    return Verdict(paper, claim, statement, outcome, scope, TEST, theory_text, measured,
+    return Verdict(paper, claim, statement, outcome, scope, kind, theory_text, measured,
                    correction=correction if outcome == CORRECTED or corrected is not None
                    else "", criterion=criterion.record(), test=test,
                    values=recs + _extra(values))
@@ -326,14 +348,11 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
 # -- inequalities ----------------------------------------------------------------------------
 def _one_sided(paper, claim, statement, *, estimate, bound_, criterion, scope, labels, kind,
                values, upper: bool) -> Verdict:
-    _head(paper, claim, statement, scope)
-    _criterion("criterion", criterion, Inequality)
-    kind = _kind(kind)
-    estimates, single = _seq("estimate", estimate, Estimate)
+    kind, estimates, single, bounds, labs = _pointwise(
+        paper, claim, statement, scope, criterion=criterion, criterion_type=Inequality,
+        kind=kind, measured_name="estimate", measured=estimate, measured_types=Estimate,
+        reference_name="bound", reference=bound_, labels=labels)
     k = len(estimates)
-    bounds = _numbers("bound", bound_, k)
-    labs = _labels(labels, k)
-    _declared_before(criterion, estimates)
     rows = []
     for lab, e, b in zip(labs, estimates, bounds, strict=True):
         c = e.critical(criterion.alpha / k, sides=1)
@@ -364,12 +383,16 @@ def _one_sided(paper, claim, statement, *, estimate, bound_, criterion, scope, l
             text += f" (cleared by more than {UNTESTED_FACTOR:g}x: the bound is not under test)"
     else:
         outcome = INCONCLUSIVE
-        text = f"the interval [{_g(lo)}, {_g(hi)}] straddles the bound {_g(b)}"
+        # a true value this far beyond (or inside) the bound is decided with probability 1/2
+        text = (f"the interval [{_g(lo)}, {_g(hi)}] straddles the bound {_g(b)}; "
+                f"detectable difference {_g(c * e.se)}")
     text += f" ({k} point{'s' if k > 1 else ''}, one-sided family-wise alpha {criterion.alpha:g})"
     where = f" at {lab}" if lab else ""
     recs = [{"name": r[0] or "estimate", **value_record(r[1]), "bound": r[2]} for r in rows]
     test = {"text": text, "statistic": "one-sided interval end", "value": hi if upper else lo,
             "threshold": b, "margin": slack[tight], "family": k, "alpha": criterion.alpha}
+    if outcome == INCONCLUSIVE:
+        test["detectable"] = c * e.se
     return Verdict(paper, claim, statement, outcome, scope, kind, f"{rel} {_g(b)}{where}",
                    f"{e}{where}" if not single else str(e), criterion=criterion.record(),
                    test=test, values=recs + _extra(values))
@@ -425,14 +448,11 @@ def bound(paper: str, claim: str, statement: str, *, bound, failures, criterion:
         exceeds its bound, confirmed when every upper end is at or below it (a bound >= 1, or
         one cleared by more than a factor 100, is a consistency check), inconclusive otherwise.
     """
-    _head(paper, claim, statement, scope)
-    _criterion("criterion", criterion, Inequality)
-    kind = _kind(kind)
-    props, single = _seq("failures", failures, Proportion)
+    kind, props, single, bounds, labs = _pointwise(
+        paper, claim, statement, scope, criterion=criterion, criterion_type=Inequality,
+        kind=kind, measured_name="failures", measured=failures, measured_types=Proportion,
+        reference_name="bound", reference=bound, labels=labels)
     k = len(props)
-    bounds = _numbers("bound", bound, k)
-    labs = _labels(labels, k)
-    _declared_before(criterion, props)
     ends = [p.bounds(criterion.alpha / k, sides=1) for p in props]
     violated = [i for i in range(k) if ends[i][0] > bounds[i]]
     cleared = all(ends[i][1] <= bounds[i] for i in range(k))
@@ -526,11 +546,23 @@ def order(paper: str, claim: str, statement: str, *, larger, smaller, criterion:
 
 
 def detects(paper: str, claim: str, statement: str, *, statistic: Statistic, p_value: float,
-            criterion: Detection, scope: str, values: Mapping | None = None) -> Verdict:
+            criterion: Detection, scope: str, values: Mapping | None = None,
+            detectable: float | None = None) -> Verdict:
     """A claimed effect (a trend, a correlation): confirmed when ``p_value < alpha``.
 
     A non-detection is inconclusive, never a refutation: absence of evidence at this sample
-    size is not evidence of absence.
+    size is not evidence of absence. An inconclusive record states the smallest effect the
+    test could have detected (``detectable``, in the statistic's units: for a one-sided t-test
+    the critical value times the standard error, the effect detected with probability 1/2);
+    a non-detection without it raises.
+
+    Examples
+    --------
+    >>> from eit.verdicts.criteria import Detection
+    >>> from eit.verdicts.stats import Statistic
+    >>> detects("key", "Fig. 1", "X grows", statistic=Statistic(0.2), p_value=0.3,
+    ...         criterion=Detection("one-sided t-test"), scope="paper", detectable=0.5).outcome
+    'inconclusive'
     """
     _head(paper, claim, statement, scope)
     _criterion("criterion", criterion, Detection)
@@ -539,10 +571,20 @@ def detects(paper: str, claim: str, statement: str, *, statistic: Statistic, p_v
     p = _finite("p_value", p_value)
     if not 0 <= p <= 1:
         raise ValueError(f"p_value must lie in [0, 1], got {p}")
+    if detectable is not None:
+        detectable = _finite("detectable", detectable)
+        if detectable <= 0:
+            raise ValueError(f"detectable must be > 0, got {detectable}")
     outcome = CONFIRMED if p < criterion.alpha else INCONCLUSIVE
+    if outcome == INCONCLUSIVE and detectable is None:
+        raise ValueError("a non-detection must state the smallest effect it could have "
+                         "detected: pass detectable")
     text = f"{criterion.test}: p {'<' if p < criterion.alpha else '>='} {criterion.alpha:g}"
     test = {"text": text, "statistic": criterion.test, "value": statistic.value, "p": p,
             "threshold": criterion.alpha}
+    if outcome == INCONCLUSIVE:
+        text += f"; detectable effect {_g(detectable)}"
+        test.update(text=text, detectable=detectable)
     return Verdict(paper, claim, statement, outcome, scope, TEST, "an effect exists",
                    f"statistic {statistic}", criterion=criterion.record(), test=test,
                    values=[{"name": "statistic", **value_record(statistic)}] + _extra(values))

@@ -25,7 +25,7 @@ from scipy import stats as _st
 
 __all__ = ["Estimate", "Proportion", "Statistic", "mean", "batch_mean", "log_mean", "median",
            "mean_se", "proportion", "significant", "fisher_exact", "kendall_tau",
-           "execution_count"]
+           "kendall_detectable", "mann_whitney_detectable", "positive", "execution_count"]
 
 
 _CELLS = {"count": 0, "shell": None}
@@ -428,3 +428,77 @@ def kendall_tau(x, y) -> tuple[Statistic, float]:
     if not math.isfinite(res.statistic):
         raise ValueError("kendall_tau is undefined: x or y is constant")
     return Statistic(float(res.statistic)), float(res.pvalue)
+
+
+def positive(*estimates: Estimate, alpha: float) -> tuple[float, float]:
+    """One-sided t-test that every estimate is > 0: p-value and smallest detectable effect.
+
+    Parameters
+    ----------
+    *estimates : Estimate
+        One or more estimates that must all be detected as positive.
+    alpha : float
+        The level of the test (the criterion's), in (0, 1).
+
+    Returns
+    -------
+    p_value : float
+        The largest one-sided p-value (all must be detected).
+    detectable : float
+        The largest ``t_{1-alpha, df} * se``: a true effect of this size is detected with
+        probability 1/2 (the smallest effect this sample size resolves).
+
+    Examples
+    --------
+    >>> p, d = positive(Estimate(0.3, 0.1, 50, df=49), alpha=0.001)
+    >>> round(p, 4), round(d, 3)
+    (0.0021, 0.327)
+    """
+    if not estimates:
+        raise ValueError("estimates must not be empty")
+    for i, e in enumerate(estimates):
+        if not isinstance(e, Estimate):
+            raise TypeError(f"estimates[{i}] must be an Estimate, got {type(e).__name__}")
+        if not e.se > 0:
+            raise ValueError(f"estimates[{i}] must have a positive standard error, got {e.se}")
+    if not (isinstance(alpha, float) and 0 < alpha < 1):
+        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
+    p = max(float(_st.t.sf(e.value / e.se, e.df) if e.df is not None
+                  else _st.norm.sf(e.value / e.se)) for e in estimates)
+    return p, max(e.critical(alpha, sides=1) * e.se for e in estimates)
+
+
+def kendall_detectable(n: int, alpha: float) -> float:
+    """Smallest Kendall tau that a one-sided test on ``n`` pairs detects with probability 1/2.
+
+    Under independence tau has mean 0 and variance ``2(2n + 5) / (9n(n - 1))`` (no ties);
+    the detectable tau is the normal critical value times that standard deviation.
+
+    Examples
+    --------
+    >>> round(kendall_detectable(100, 0.01), 3)
+    0.158
+    """
+    n = _count("n", n, 2)
+    if not (isinstance(alpha, float) and 0 < alpha < 1):
+        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
+    return float(_st.norm.ppf(1 - alpha) * math.sqrt(2 * (2 * n + 5) / (9 * n * (n - 1))))
+
+
+def mann_whitney_detectable(n1: int, n2: int, alpha: float) -> float:
+    """Smallest excess of P(X > Y) over 1/2 that a one-sided Mann-Whitney test detects.
+
+    Under the null U has mean ``n1 n2 / 2`` and variance ``n1 n2 (n1 + n2 + 1) / 12`` (no
+    ties); U / (n1 n2) estimates P(X > Y), so the detectable excess is the normal critical
+    value times ``sqrt((n1 + n2 + 1) / (12 n1 n2))``.
+
+    Examples
+    --------
+    >>> round(mann_whitney_detectable(20, 20, 0.01), 3)
+    0.215
+    """
+    n1, n2 = _count("n1", n1, 1), _count("n2", n2, 1)
+    if not (isinstance(alpha, float) and 0 < alpha < 1):
+        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
+    return float(_st.norm.ppf(1 - alpha) * math.sqrt((n1 + n2 + 1) / (12 * n1 * n2)))
+
