@@ -331,6 +331,74 @@ def test_parallel_draws_do_not_depend_on_the_number_of_threads():
     assert abs(float(one.mean())) < 5 / math.sqrt(n) and abs(float(one.var()) - 1) < 0.01
 
 
+def test_a_chunked_stream_is_the_draw_whatever_the_buffers_and_threads():
+    n = laws.PARALLEL_MIN + 3 * laws.CHUNK // 2
+    whole = laws.standard_normal(n, gen=generator(11))
+    before = torch.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            parts = [(start, c.clone()) for start, c in laws.chunks("normal", n, generator(11))]
+            assert [start for start, _ in parts] == list(range(0, n, laws.CHUNK))
+            assert torch.equal(torch.cat([c for _, c in parts]), whole)
+            out = torch.empty(n, dtype=F64)
+            for _ in laws.chunks("normal", n, generator(11), out=out):
+                pass
+            assert torch.equal(out, whole)
+    finally:
+        torch.set_num_threads(before)
+    with pytest.raises(ValueError, match="kind"):
+        next(laws.chunks("cauchy", n, generator(0)))
+    with pytest.raises(ValueError, match="out"):
+        next(laws.chunks("normal", n, generator(0), out=torch.empty(3, dtype=F64)))
+
+
+@pytest.mark.parametrize("widths, n0, n_nets, keep", [
+    ([1300, 9], 700, 5, 0.25),        # rows split between chunks, several networks a chunk
+    ([1300, 9], 700, 5, 0.0),         # forward held nowhere, weights re-drawn backward
+    ([3], 1_500_000, 1, 0.25),        # a row longer than a chunk
+    ([100, 100], 300, 150, 0.25),     # many whole networks in one chunk
+])
+def test_streamed_layers_draw_the_same_weights_as_whole_layers(monkeypatch, widths, n0,
+                                                               n_nets, keep):
+    """A large Gaussian layer is multiplied chunk by chunk as it is drawn: the same weights
+    (so the same law) as drawing the stack whole, for any number of threads."""
+    net, x = mlp(widths, laws.he()), _x(3, n0, 5)
+    monkeypatch.setattr(explicit, "KEEP_FRACTION", keep)
+    before = torch.get_num_threads()
+    try:
+        got = []
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            got.append(explicit.trace(net, x, n_nets=n_nets, gen=generator(1),
+                                      backward="random"))
+        monkeypatch.setattr(explicit, "_streamed_std", lambda *a: None)
+        whole = explicit.trace(net, x, n_nets=n_nets, gen=generator(1), backward="random")
+    finally:
+        torch.set_num_threads(before)
+    for t in got:               # the same weights; the products may round differently
+        assert torch.allclose(t.log_h, whole.log_h, rtol=0, atol=1e-12)
+        assert torch.allclose(t.log_grad, whole.log_grad, rtol=0, atol=1e-12)
+
+
+def test_streamed_layer_weights_have_the_law(monkeypatch):
+    """The pre-activations of a streamed He layer on a unit input are N(0, 2/n0)."""
+    n0, width, n_nets = 1000, 2100, 2
+    x = torch.zeros(1, n0, dtype=F64)
+    x[0, 0] = 1.0
+    seen = {}
+    apply = explicit._apply_rows
+
+    def spy(x_, rows_, first, a):
+        apply(x_, rows_, first, a)
+        seen["a"] = a
+    monkeypatch.setattr(explicit, "_apply_rows", spy)
+    explicit.trace(serial(Dense(width, law=laws.he())), x, n_nets=n_nets, gen=generator(3))
+    z = seen["a"].flatten()             # x @ Z^T, before the factor sqrt(2 / n0)
+    assert z.numel() == n_nets * width
+    assert sst.kstest(z.numpy(), "norm").pvalue > 1e-4
+
+
 def test_kept_and_redrawn_weights_agree(monkeypatch):
     net = serial(serial(Dense(6), ReLU()), Residual(serial(Dense(5), ReLU(), Dense()), 0.5))
     x = _x(2, 4, 1)

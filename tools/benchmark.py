@@ -21,7 +21,14 @@ Methods:
   workload); ``exact_vector``: the O(n) vector sampler (``method="conditional"``) for one
   input;
 * ``rng``: the generator limit, drawing exactly the float64 normals the explicit path draws,
-  in the same blocks (one ``torch.randn`` per layer of all networks, and the deltas).
+  in the same blocks (one ``torch.randn`` per layer of all networks, and the deltas), each
+  into fresh memory;
+* ``rng_stream``: the generator's own rate: the same normals drawn as the library's stream
+  draws them (chunks of ``laws.CHUNK`` numbers for a block of at least
+  ``laws.PARALLEL_MIN``, one call below) into a few reused buffers, held nowhere. It is the
+  stricter limit: ``rng`` also pays the first touch of fresh pages (the kernel zeroes them),
+  which a forward-only batched pass, multiplying each chunk while it is in the cache, never
+  allocates.
 
 Workloads: ``hr18`` (Hanin & Rolnick 2018, Fig. 1a: depth = width = d, one input per
 network), ``ab19`` (Arpit & Bengio 2019, Figs. 1-2: depth 10, N inputs in R^500, forward and
@@ -134,17 +141,42 @@ def rng_limit(shapes: list[tuple], gen: torch.Generator) -> None:
         torch.randn(shape, generator=gen, dtype=DTYPE)
 
 
+def rng_stream(shapes: list[tuple], gen: torch.Generator) -> None:
+    """The generator's own rate: the library's stream of the same normals, held nowhere.
+
+    A block of at least ``laws.PARALLEL_MIN`` numbers is drawn as the library draws it, in
+    chunks of ``laws.CHUNK`` numbers, here into a few reused buffers (no fresh memory, no
+    page faults); a smaller block is one call of the generator, as in the library.
+    """
+    for shape in shapes:
+        numel = math.prod(shape)
+        if numel >= laws.PARALLEL_MIN:
+            for _ in laws.chunks("normal", numel, gen):
+                pass
+        else:
+            torch.randn(shape, generator=gen, dtype=DTYPE)
+
+
 # ---------------------------------------------------------------------- counting draws
 
 @contextlib.contextmanager
 def counting():
-    """Count the random numbers the library draws (normals; gamma, binomial, uniform)."""
-    counts = {"normals": 0, "other": 0}
-    fill, gamma, binomial = laws._fill, torch._standard_gamma, torch.binomial
+    """Count the random numbers the library draws (normals; gamma, binomial, uniform).
 
-    def counted_fill(kind, shape, gen, dtype):
+    The library's two primitives of a draw are counted: ``laws._direct`` (one call of the
+    generator) and ``laws._chunks`` (the chunked stream of a large CPU draw).
+    """
+    counts = {"normals": 0, "other": 0}
+    direct, chunked = laws._direct, laws._chunks
+    gamma, binomial = torch._standard_gamma, torch.binomial
+
+    def counted_direct(kind, shape, gen, dtype):
         counts["normals" if kind == "normal" else "other"] += math.prod(shape)
-        return fill(kind, shape, gen, dtype)
+        return direct(kind, shape, gen, dtype)
+
+    def counted_chunks(kind, numel, gen, dtype, out):
+        counts["normals" if kind == "normal" else "other"] += numel
+        return chunked(kind, numel, gen, dtype, out)
 
     def counted_gamma(alpha, *args, **kw):
         counts["other"] += alpha.numel()
@@ -154,12 +186,13 @@ def counting():
         counts["other"] += count.numel()
         return binomial(count, *args, **kw)
 
-    laws._fill, torch._standard_gamma, torch.binomial = (counted_fill, counted_gamma,
-                                                         counted_binomial)
+    laws._direct, laws._chunks = counted_direct, counted_chunks
+    torch._standard_gamma, torch.binomial = counted_gamma, counted_binomial
     try:
         yield counts
     finally:
-        laws._fill, torch._standard_gamma, torch.binomial = fill, gamma, binomial
+        laws._direct, laws._chunks = direct, chunked
+        torch._standard_gamma, torch.binomial = gamma, binomial
 
 
 # ---------------------------------------------------------------------------- methods
@@ -196,6 +229,7 @@ def methods(workload: str, width: int, depth: int, n0: int, n_inputs: int, n_net
         out["exact"] = (lambda: chains.gram_chain(x, [width] * depth, variances,
                                                   n_nets=n_nets, gen=gen), None)
     out["rng"] = (lambda: rng_limit(shapes, gen), explicit)
+    out["rng_stream"] = (lambda: rng_stream(shapes, gen), explicit)
     return out
 
 

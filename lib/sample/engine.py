@@ -22,6 +22,12 @@ The backward pass propagates a cotangent the same way (every vector-Jacobian pro
 linear). Weights are kept for it while they fit in :data:`KEEP_FRACTION` of the available
 memory; beyond, each weight matrix is re-drawn from the generator state saved in the forward
 pass (the same numbers either way).
+
+A Gaussian dense layer of at least :data:`~eit.sample.laws.PARALLEL_MIN` weights (all
+networks together) on the CPU is drawn as the stream :func:`~eit.sample.laws.chunks` and
+multiplied chunk by chunk while each chunk is in the cache: the same weights as drawing the
+layer whole, never read back from memory for the forward product, and never held at all
+without a backward pass.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import torch.nn.functional as F
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
-from .laws import Law, check_initializer, rows, standard_normal
+from .laws import PARALLEL_MIN, Law, check_initializer, chunks, rows, standard_normal
 from .layers import (
     Activation,
     BatchNorm,
@@ -212,6 +218,73 @@ def _draw_dense(layer: Dense, ctx: _Context, fan_out: int, fan_in: int):
     return check_initializer("law", law, ctx.n_nets, fan_out, fan_in, ctx.gen), 1.0
 
 
+def _streamed_std(layer: Dense, ctx: _Context, fan_out: int, fan_in: int) -> float | None:
+    """The weights' standard deviation where a layer is drawn as a stream (else None).
+
+    A Gaussian dense layer whose weights are drawn in chunks (at least
+    :data:`~eit.sample.laws.PARALLEL_MIN` numbers on a CPU generator) is multiplied chunk by
+    chunk, while each chunk is in the cache; smaller layers are drawn whole.
+    """
+    law = layer.law
+    if not (isinstance(law, Law) and law.distribution == "normal"
+            and ctx.gen.device.type == "cpu" and device().type == "cpu"
+            and ctx.n_nets * fan_out * fan_in >= PARALLEL_MIN):
+        return None
+    return math.sqrt(v.positive_float("variance", float(law.rule(fan_in, fan_out))))
+
+
+def _apply_rows(x: torch.Tensor, rows_: torch.Tensor, first: int, a: torch.Tensor) -> None:
+    """Write x @ W^T for the rows ``first, first + 1, ...`` of the stacked W into ``a``.
+
+    ``x`` (n_nets, N, fan_in); ``rows_`` (k, fan_in) are the global rows ``first .. first +
+    k - 1`` of the weights (n_nets, fan_out, fan_in) flattened to (n_nets * fan_out,
+    fan_in); ``a`` (n_nets, N, fan_out).
+    """
+    fan_out = a.shape[-1]
+    r, end = first, first + rows_.shape[0]
+    while r < end:
+        net, unit = divmod(r, fan_out)
+        if unit == 0 and end - r >= fan_out:          # whole networks: one batched product
+            k = (end - r) // fan_out
+            block = rows_[r - first:r - first + k * fan_out].view(k, fan_out, -1)
+            torch.matmul(x[net:net + k], block.transpose(-2, -1), out=a[net:net + k])
+            r += k * fan_out
+        else:                                         # part of one network
+            stop = min(end, (net + 1) * fan_out)
+            a[net, :, unit:unit + stop - r] = x[net] @ rows_[r - first:stop - first].T
+            r = stop
+
+
+def _draw_and_apply(x: torch.Tensor, fan_out: int, gen: torch.Generator, keep: bool):
+    """(x @ Z^T, Z or None) for standard normal Z (n_nets, fan_out, fan_in), streamed.
+
+    Z is the draw :func:`~eit.sample.laws.standard_normal` would make from ``gen`` (the
+    same numbers: :func:`~eit.sample.laws.chunks`); each chunk's complete rows are
+    multiplied while the chunk is in the cache, instead of reading the whole stack back
+    from memory. With ``keep`` the stack is returned (for the backward pass); without, it is
+    never held: the chunks pass through a few reused buffers.
+    """
+    n_nets, n_in, fan_in = x.shape
+    w = torch.empty(n_nets, fan_out, fan_in, dtype=DTYPE) if keep else None
+    a = torch.empty(n_nets, n_in, fan_out, dtype=DTYPE)
+    carry, done = x.new_empty(0), 0              # a row split between chunks; rows done
+    for _, chunk in chunks("normal", n_nets * fan_out * fan_in, gen, out=w):
+        off = 0
+        if len(carry):
+            off = min(fan_in - len(carry), len(chunk))
+            carry = torch.cat([carry, chunk[:off]])
+            if len(carry) < fan_in:
+                continue
+            _apply_rows(x, carry.view(1, fan_in), done, a)
+            carry, done = carry[:0], done + 1
+        k = (len(chunk) - off) // fan_in
+        if k:
+            _apply_rows(x, chunk[off:off + k * fan_in].view(k, fan_in), done, a)
+            done += k
+        carry = chunk[off + k * fan_in:].clone()
+    return a, w
+
+
 def _keep_or_state(ctx: _Context, rec: _Record, weights, n_bytes: float, state) -> None:
     if not ctx.backward:
         return
@@ -243,16 +316,24 @@ def _leaf_forward(layer: Layer, h: torch.Tensor, log_r: torch.Tensor, ctx: _Cont
         fan_in = h.shape[-1]
         fan_out = ctx.fan_out(layer, fan_in)
         state = ctx.gen.get_state() if ctx.backward else None
-        w, c = _draw_dense(layer, ctx, fan_out, fan_in)
-        _keep_or_state(ctx, rec, (w, c), w.numel() * w.element_size(), state)
+        if layer.bias is None:
+            inp, base = h, log_r
+        else:
+            inp, base = _actual(h, log_r, name), torch.zeros_like(log_r)
+        c = _streamed_std(layer, ctx, fan_out, fan_in)
+        if c is None:
+            w, c = _draw_dense(layer, ctx, fan_out, fan_in)
+            a = torch.matmul(inp, w.transpose(-2, -1))
+        else:                       # a large Gaussian layer: rows multiplied as drawn
+            n_bytes = 8.0 * ctx.n_nets * fan_out * fan_in
+            v.memory("n_nets, widths", n_bytes)      # as if drawn whole (never held so)
+            keep = ctx.backward and n_bytes <= ctx.keep_budget
+            a, w = _draw_and_apply(inp, fan_out, ctx.gen, keep)
+        n_bytes = 8.0 * ctx.n_nets * fan_out * fan_in if w is None else w.numel() * w.element_size()
+        _keep_or_state(ctx, rec, (w, c), n_bytes, state)
         rec.data.update(log_r_in=log_r, fans=(fan_in, fan_out))
         if ctx.backward and "log_grad_w_batch" in ctx.record:
             rec.data["h_in"] = h
-        if layer.bias is None:
-            a, base = torch.matmul(h, w.transpose(-2, -1)), log_r
-        else:
-            a = torch.matmul(_actual(h, log_r, name), w.transpose(-2, -1))
-            base = torch.zeros_like(log_r)
         if c != 1.0:
             a = a * c
         if layer.bias is not None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
@@ -58,23 +58,132 @@ def _executor() -> ThreadPoolExecutor:
         return _pool[1]
 
 
+def _chunk_seeds(numel: int, gen: torch.Generator) -> list[int]:
+    """One seed per chunk of :data:`CHUNK` numbers, drawn from ``gen`` in one call."""
+    return torch.randint(0, 2**62, (-(-numel // CHUNK),), generator=gen).tolist()
+
+
+def _fill_chunk(kind: str, dest: torch.Tensor, seed: int) -> torch.Tensor:
+    child = torch.Generator().manual_seed(seed)
+    if kind == "normal":
+        return dest.normal_(generator=child)
+    return dest.uniform_(generator=child)
+
+
+def chunks(kind: str, numel: int, gen: torch.Generator, *, dtype: torch.dtype = DTYPE,
+           out: torch.Tensor | None = None) -> Iterator[tuple[int, torch.Tensor]]:
+    """The chunked stream of a large CPU draw, one filled chunk at a time, in order.
+
+    A draw of ``numel >= PARALLEL_MIN`` numbers on a CPU generator is the concatenation of
+    chunks of :data:`CHUNK` numbers (the last one shorter), chunk ``i`` filled by its own
+    generator seeded with the ``i``-th of a list of seeds drawn from ``gen`` first. This is
+    the stream of :func:`standard_normal` and :func:`standard_uniform`, exposed so that a
+    caller can use each chunk while it is in the cache (the explicit engine multiplies the
+    rows of a weight matrix as they are drawn). The chunks are filled in parallel threads
+    (at most :func:`torch.get_num_threads` at a time, a few chunks ahead of the consumer);
+    the numbers depend on ``gen``'s state only, never on the number of threads.
+
+    Parameters
+    ----------
+    kind : {'normal', 'uniform'}
+        Standard normal or uniform on [0, 1).
+    numel : int
+        How many numbers.
+    gen : torch.Generator
+        A CPU generator (:func:`eit.core.seeds.generator`).
+    dtype : torch.dtype
+        A floating-point dtype.
+    out : torch.Tensor, optional
+        A contiguous tensor of ``numel`` numbers to fill (its chunks are yielded); without
+        it, the chunks are yielded in a few buffers of :data:`CHUNK` numbers that are
+        reused: a chunk is valid only until the consumer asks for the next one.
+
+    Yields
+    ------
+    (int, torch.Tensor)
+        The flat index of the chunk's first number, and the chunk ``(size,)``.
+
+    Raises
+    ------
+    ValueError
+        On a bad ``kind``, ``numel``, a non-CPU generator or a wrong ``out``.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> [(start, len(c)) for start, c in chunks("normal", CHUNK + 3, generator(0))]
+    [(0, 1048576), (1048576, 3)]
+    >>> whole = torch.empty(PARALLEL_MIN + 3, dtype=torch.float64)
+    >>> for _ in chunks("normal", len(whole), generator(0), out=whole):
+    ...     pass
+    >>> torch.equal(whole, standard_normal(PARALLEL_MIN + 3, gen=generator(0)))
+    True
+    """
+    if kind not in ("normal", "uniform"):
+        raise ValueError(f"kind must be 'normal' or 'uniform', got {kind!r}")
+    numel = v.positive_int("numel", numel)
+    if not isinstance(gen, torch.Generator) or gen.device.type != "cpu":
+        raise ValueError("gen must be a CPU torch.Generator")
+    if out is not None and (out.numel() != numel or not out.is_contiguous()
+                            or out.device.type != "cpu"):
+        raise ValueError(f"out must be a contiguous CPU tensor of {numel} numbers")
+    return _chunks(kind, numel, gen, dtype, out)
+
+
+def _chunks(kind: str, numel: int, gen: torch.Generator, dtype: torch.dtype,
+            out: torch.Tensor | None) -> Iterator[tuple[int, torch.Tensor]]:
+    seeds = _chunk_seeds(numel, gen)
+    starts = [i * CHUNK for i in range(len(seeds))]
+    flat = None if out is None else out.view(-1)
+
+    def dest(i: int, buffer: torch.Tensor | None) -> torch.Tensor:
+        size = min(CHUNK, numel - starts[i])
+        if flat is not None:
+            return flat[starts[i]:starts[i] + size]
+        return buffer[:size]
+
+    workers = max(1, min(torch.get_num_threads(), os.cpu_count() or 1))
+    if workers == 1:                     # in this thread: each chunk used while in cache
+        buffer = None if flat is not None else torch.empty(min(CHUNK, numel), dtype=dtype)
+        for i, seed in enumerate(seeds):
+            yield starts[i], _fill_chunk(kind, dest(i, buffer), seed)
+        return
+    ahead = workers + 1                  # chunks in flight (and buffers without out)
+    buffers = [None if flat is not None else torch.empty(min(CHUNK, numel), dtype=dtype)
+               for _ in range(min(ahead, len(seeds)))]
+    pool = _executor()
+    futures = {}
+
+    def submit(i: int) -> None:
+        if i < len(seeds):
+            futures[i] = pool.submit(_fill_chunk, kind, dest(i, buffers[i % ahead]),
+                                     seeds[i])
+
+    for i in range(ahead - 1):
+        submit(i)
+    try:
+        for i in range(len(seeds)):
+            submit(i + ahead - 1)       # its buffer's chunk i - 1 is consumed
+            yield starts[i], futures.pop(i).result()
+    finally:
+        for f in futures.values():      # an abandoned stream: let the threads finish
+            f.result()
+
+
+def _direct(kind: str, shape: tuple[int, ...], gen: torch.Generator,
+            dtype: torch.dtype) -> torch.Tensor:
+    """A draw below :data:`PARALLEL_MIN` numbers (or on a device): one call of ``gen``."""
+    return (randn if kind == "normal" else rand)(*shape, gen=gen, dtype=dtype)
+
+
 def _fill(kind: str, shape: tuple[int, ...], gen: torch.Generator,
           dtype: torch.dtype) -> torch.Tensor:
     numel = math.prod(shape)
     if gen.device.type != "cpu" or numel < PARALLEL_MIN:
-        return (randn if kind == "normal" else rand)(*shape, gen=gen, dtype=dtype)
+        return _direct(kind, shape, gen, dtype)
     out = torch.empty(numel, dtype=dtype)
-    chunks = out.split(CHUNK)
-    seeds = torch.randint(0, 2**62, (len(chunks),), generator=gen).tolist()
-
-    def one(i: int) -> None:
-        child = torch.Generator().manual_seed(seeds[i])
-        if kind == "normal":
-            chunks[i].normal_(generator=child)
-        else:
-            chunks[i].uniform_(generator=child)
-
-    list(_executor().map(one, range(len(chunks))))
+    for _ in _chunks(kind, numel, gen, dtype, out):
+        pass
     return out.view(shape).to(device())
 
 
@@ -795,7 +904,7 @@ def check_initializer(name: str, init, n_nets: int, fan_out: int, fan_in: int,
     return w.to(device=device(), dtype=DTYPE)
 
 
-__all__ = ["CHUNK", "DIRECTIONS", "Direction", "Distribution", "FanRule", "Initializer",
+__all__ = ["CHUNK", "chunks", "DIRECTIONS", "Direction", "Distribution", "FanRule", "Initializer",
            "LAWS", "Law", "BiasLaw", "Mode", "PARALLEL_MIN", "RowLaw", "centered_exponential",
            "check_initializer", "directions", "gaussian", "gaussian_bias", "gaussian_fixed",
            "gaussian_variance", "glorot", "haar_orthogonal", "he", "lecun", "named",
