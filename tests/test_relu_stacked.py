@@ -18,7 +18,10 @@ def test_mlp_shapes_and_independent_nets():
     out = net(x)
     assert out.shape == (3, 4, 10)
     assert not torch.allclose(out[0], out[1])
-    assert torch.equal(net.select(torch.tensor([1]))(x)[0], out[1])
+    # the selected net alone computes what it computed in the stack (a smaller batch may
+    # take another kernel, so equal up to rounding, not bitwise)
+    torch.testing.assert_close(net.select(torch.tensor([1]))(x)[0], out[1], rtol=1e-12,
+                               atol=1e-14)
 
 
 def test_residual_with_zero_scales_is_plain_net():
