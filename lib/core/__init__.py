@@ -6,6 +6,7 @@
 * :mod:`eit.core.validate`: argument checks that name the bad argument;
 * :mod:`eit.core.store`: results saved to ``data/`` with provenance and checksums;
 * :mod:`eit.core.paths`: the book's root folder.
+* :mod:`eit.core.benchmarks`: the engines' benchmark file, read for the performance chapter.
 """
 
 # device first: it re-exports seeds.generator, and seeds imports device

@@ -27,12 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .device import description, scale
+from .device import description, paper_path, scale
 from .paths import book_root, data_dir
 from .seeds import seed_offset
 
-__all__ = ["save_result", "load_result", "has_result", "result_dir", "verify",
-           "update_manifest", "MANIFEST", "DataError"]
+__all__ = ["save_result", "load_result", "has_result", "result_dir", "verify", "update_manifest",
+           "MANIFEST", "DataError", "paper_scale_result"]
 
 MANIFEST = "SHA256SUMS"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*(/[a-z0-9][a-z0-9_.-]*)*$")
@@ -243,3 +243,46 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def paper_scale_result(name: str, arrays: dict, *, seed: int, chapter: str,
+                       meta: dict | None = None
+                       ) -> tuple[dict[str, np.ndarray], dict] | None:
+    """Save ``arrays`` on the paper-scale path; return the stored ``(arrays, provenance)``.
+
+    Parameters
+    ----------
+    name : str
+        The result's name under ``data/``, e.g. ``"meterez-et-al-2024/figure-1"``.
+    arrays : dict of str -> array_like
+        What this run computed (saved only on the paper-scale path).
+    seed : int
+        The seed of the run.
+    chapter : str
+        The chapter's path under ``chapters/``; the provenance records the command
+        ``./book paper-scale chapters/<chapter>``.
+    meta : dict, optional
+        Further facts stored under the provenance's ``"meta"``.
+
+    Returns
+    -------
+    tuple or None
+        ``(arrays, provenance)`` of ``data/<name>`` (verified), None when nothing is stored.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["EIT_SCALE"] = "default"
+    >>> paper_scale_result("no-such-part/no-such-result", {}, seed=0, chapter="x.md") is None
+    True
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    if not isinstance(chapter, str):
+        raise TypeError(f"chapter must be a str, got {type(chapter).__name__}")
+    if not isinstance(arrays, dict):
+        raise TypeError(f"arrays must be a dict of named arrays, got {type(arrays).__name__}")
+    if paper_path():
+        save_result(name, arrays, seed=seed, command=f"./book paper-scale chapters/{chapter}",
+                    meta=meta)
+    return load_result(name) if has_result(name) else None

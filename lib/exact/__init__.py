@@ -7,7 +7,12 @@
 * :mod:`~eit.exact.moments`: Hanin & Rolnick's moment recursions and length chains;
 * :mod:`~eit.exact.one_layer`: the exact one-layer laws of Arpit & Bengio;
 * :mod:`~eit.exact.weingarten`: orthogonal Weingarten calculus;
-* :mod:`~eit.exact.symbolic`: SymPy helpers (Gaussian expectations, Chernoff bounds).
+* :mod:`~eit.exact.symbolic`: SymPy helpers (Gaussian expectations, Chernoff bounds);
+* :mod:`~eit.exact.length_laws`, :mod:`~eit.exact.unit_moments`: closed forms for the
+  moments of the squared length and one unit's symbolic moments (Hanin & Rolnick);
+* :mod:`~eit.exact.arccos`, :mod:`~eit.exact.ratio_profiles`, :mod:`~eit.exact.layer_products`:
+  the arc-cosine kernel, exact ratio profiles and running products of per-layer laws;
+* :mod:`~eit.exact.isometry_symbolic`: SymPy forms of the isometry gap and of BN.
 
 The submodules keep their names (``from eit.exact import moments as fm``); the functions are
 re-exported here under their own names.

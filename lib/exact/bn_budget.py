@@ -10,7 +10,9 @@ measurements with them:
   (eqs. 59-60), as printed or as Corollary B.5 actually gives it;
 * :func:`near_isometry_decrease`: the exact relative decrease ``2/(d+2)`` near isometry;
 * :func:`lemma_d5`, :func:`lemma_d6`, :func:`lemma_d3`: the bounds on the first-phase length,
-  the second-phase sum and the sum of the BN Jacobians' log-norms (eqs. 102, 104).
+  the second-phase sum and the sum of the BN Jacobians' log-norms (eqs. 102, 104);
+* :func:`theorem1_k`, :func:`theorem1_bound`: the time scale of Theorem 1 as the proof gives
+  it, and the bound ``phi0 exp(-l/k)`` (eq. 6).
 
 All functions return Python floats from closed forms (no randomness).
 
@@ -27,7 +29,7 @@ import math
 from ..core import validate as v
 
 __all__ = ["threshold", "lemma_c2", "near_isometry_decrease", "lemma_d5", "lemma_d6",
-           "lemma_d3"]
+           "lemma_d3", "theorem1_k", "theorem1_bound"]
 
 
 def _d(d) -> int:
@@ -108,3 +110,36 @@ def lemma_d3(d: int, phi0: float, depth: int) -> float:
     if phi0 <= threshold(d):
         return lemma_d6(d, phi0, depth)
     return 512.0 * d**4 * phi0**2 * (1 + d * phi0) + 32.0 * d**4 * _saturation(d, depth)
+
+
+def theorem1_k(d: int, phi0: float) -> float:
+    """The time scale of Theorem 1 as the proof gives it, ``k = max(2d^2, 32 d^3 phi0)``.
+
+    Theorem 1 states ``k = C d^2 (1 + d phi0)``; Appendix C (eqs. 74-85) gives this ``k``,
+    which is at most ``32 d^2 (1 + d phi0)`` (so ``C = 32``).
+
+    Examples
+    --------
+    >>> theorem1_k(4, 1 / 128), theorem1_k(4, 1.0)
+    (32.0, 2048.0)
+    """
+    d, phi0 = _d(d), _phi(phi0)
+    return float(max(2 * d**2, 32 * d**3 * phi0))
+
+
+def theorem1_bound(phi0: float, k: float, layers):
+    """Theorem 1, eq. (6): the bound ``phi0 exp(-l / k)`` on ``E phi(X_{l+1})`` at ``layers``.
+
+    ``layers`` is a number, an array or a tensor (the result has its type and shape).
+
+    Examples
+    --------
+    >>> import torch
+    >>> theorem1_bound(0.5, 2.0, torch.tensor([0.0, 2.0], dtype=torch.float64)).tolist()
+    [0.5, 0.18393972058572117]
+    """
+    phi0, k = _phi(phi0), v.positive_float("k", k)
+    exp = getattr(layers, "exp", None)
+    if exp is not None and callable(exp):          # a tensor
+        return phi0 * (-layers / k).exp()
+    return phi0 * math.exp(-layers / k)

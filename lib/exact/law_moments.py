@@ -76,3 +76,32 @@ def normal_density(std=1) -> sp.Expr:
 def truncated_normal(std=1, k=2) -> tuple[sp.Expr, tuple]:
     """``(density, support)`` of ``N(0, std^2)`` conditioned on ``|X| <= k std``."""
     return normal_density(std), (-k * std, k * std)
+
+
+def normal(variance=1) -> tuple[sp.Expr, tuple]:
+    """``(density, support)`` of ``N(0, variance)``.
+
+    Examples
+    --------
+    >>> variance(*normal(sp.Rational(2, 3)))
+    2/3
+    """
+    return normal_density(sp.sqrt(sp.sympify(variance))), (-sp.oo, sp.oo)
+
+
+def uniform(variance=1) -> tuple[sp.Expr, tuple]:
+    """``(density, support)`` of the uniform law of this variance, on
+    ``[-sqrt(3 variance), sqrt(3 variance)]`` (unnormalized: the moments divide by the mass).
+
+    Examples
+    --------
+    >>> variance(*uniform(sp.Rational(2, 3)))
+    2/3
+    >>> kurtosis(*uniform())
+    9/5
+    """
+    half_width = sp.sqrt(3 * sp.sympify(variance))
+    return sp.Integer(1), (-half_width, half_width)
+
+
+__all__ += ["normal", "uniform"]

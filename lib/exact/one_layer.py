@@ -130,4 +130,26 @@ def relu_layer_distortion_quantile(m: int, q: float) -> float:
 
 
 __all__ = ["relu_layer_distortion_quantile", "relu_layer_mean_distortion",
-           "relu_layer_sq_ratio_cdf", "relu_layer_tail"]
+           "relu_layer_sq_ratio_cdf", "relu_layer_tail", "gaussian_layer_tail"]
+
+
+def gaussian_layer_tail(m: int, eps: float) -> float:
+    """P(| ||Ru||^2/||u||^2 - 1 | > eps) for a linear layer with i.i.d. N(0, 1/m) entries.
+
+    The ratio is chi^2_m / m whatever u is, so the tail is exact: ``P(chi^2_m > m(1 + eps))
+    + P(chi^2_m < m(1 - eps))``. It is also the failure probability of inner-product
+    preservation at ``u1 = u2`` (Lemma 5 of Arpit & Bengio 2019, after Kakade and
+    Shakhnarovich), where the inner product has its largest variance.
+
+    References
+    ----------
+    Arpit & Bengio (2019), Lemma 5, eq. (141).
+
+    Examples
+    --------
+    >>> round(gaussian_layer_tail(200, 0.2), 3)
+    0.045
+    """
+    m = v.positive_int("m", m)
+    eps = v.in_interval("eps", eps, 0.0, float("inf"))
+    return float(st.chi2.sf(m * (1 + eps), m) + st.chi2.cdf(m * (1 - eps), m))

@@ -30,10 +30,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import sympy as sp
+import torch
 
 from ..core import validate as v
+from ..verdicts.stats import mean
 
-__all__ = ["mean_factor", "second_factor", "bands", "empirical_variance_bounds"]
+__all__ = ["mean_factor", "second_factor", "bands", "empirical_variance_bounds",
+           "relative_variance_bound", "chain_moment"]
 
 
 def _consts(*args):
@@ -127,3 +130,70 @@ def empirical_variance_bounds(etas: Sequence[float], n: int, m0: float = 1.0
     lower = float((np.triu(diff, 1) ** 2).sum()) / L**2
     upper = float(b["second_hi"][1:].mean())
     return lower, upper
+
+
+def relative_variance_bound(etas: Sequence[float], n: int) -> np.ndarray:
+    """An exact upper bound on ``Var[M_l] / E[M_l]^2``, l = 0..L (non-negative input).
+
+    ``second_hi / mean_lo^2 - 1`` from :func:`bands`: the largest second moment over the
+    smallest squared mean. Shape ``(L+1,)``.
+
+    References
+    ----------
+    Hanin & Rolnick (2018), Theorem 4 (the second moment of ``M_L^res``).
+
+    Examples
+    --------
+    >>> relative_variance_bound([1.0, 1.0], 5).shape
+    (3,)
+    """
+    b = bands(etas, n)
+    return b["second_hi"] / b["mean_lo"] ** 2 - 1
+
+
+def chain_moment(log_len, unit_sum, etas: Sequence[float], L: int, n: int, power: int = 1):
+    """``E[M_L^power]`` (``M_0 = 1``): the exact one-step law averaged over samples of the stream.
+
+    The stream after ``L - 1`` modules is sampled (by :func:`eit.exact.moments.
+    relu_residual_chain`, or by the explicit networks); the last module's conditional moment
+    (:func:`mean_factor` or :func:`second_factor`) is exact given it. The average over the
+    samples is an unbiased Monte Carlo prediction of ``E[M_L^power]``.
+
+    Parameters
+    ----------
+    log_len, unit_sum : torch.Tensor
+        ``log ||x_l||`` and the coordinate sum of ``x_l / ||x_l||``, shape ``(L'+1, n_samples)``
+        with ``L' >= L - 1``.
+    etas : sequence of float
+        The scales of the modules (at least ``L``).
+    L : int
+        The module whose output is predicted.
+    n : int
+        The width of the stream.
+    power : int
+        1 (the mean) or 2 (the second moment).
+
+    Returns
+    -------
+    Estimate
+        The mean over the samples, with its standard error.
+
+    References
+    ----------
+    Hanin & Rolnick (2018), Theorems 2, 4 and 6, Lemma 2 (the one-module step).
+
+    Examples
+    --------
+    >>> import torch
+    >>> z = torch.zeros(2, 3, dtype=torch.float64)
+    >>> round(chain_moment(z, z + 1.0, [1.0], 1, 5).value, 6)
+    2.504627
+    """
+    L, n = v.positive_int("L", L), v.positive_int("n", n)
+    if power not in (1, 2):
+        raise ValueError(f"power must be 1 or 2, got {power!r}")
+    etas = v.scales("etas", etas)
+    if L > len(etas) or L > log_len.shape[0]:
+        raise ValueError(f"L must be at most the number of modules sampled, got {L}")
+    step = mean_factor if power == 1 else second_factor
+    return mean(torch.exp(2 * power * log_len[L - 1]) * step(etas[L - 1], unit_sum[L - 1], n))

@@ -19,10 +19,13 @@ Arpit & Bengio (2019), Theorem 5, eqs. (219)-(232).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from fractions import Fraction
 
 from ..core import validate as v
 
-__all__ = ["MEAN_GAIN", "infinite_width_ratio", "limit_ratio"]
+__all__ = ["MEAN_GAIN", "infinite_width_ratio", "limit_ratio", "eq228_bounds",
+           "eq228_margin"]
 
 #: c = sqrt(2) E[ReLU(Z)] = 1/sqrt(pi): the mean a wide ReLU block adds per unit of norm.
 MEAN_GAIN = 1 / math.sqrt(math.pi)
@@ -57,3 +60,55 @@ def limit_ratio(cos_x1: float) -> float:
     """
     cos_x1 = v.in_interval("cos_x1", float(cos_x1), -1.0, 1.0, closed_hi=True)
     return (math.cosh(MEAN_GAIN) + cos_x1 * math.sinh(MEAN_GAIN)) ** 2
+
+
+def eq228_bounds(blocks: int) -> tuple[float, float]:
+    """The bounds ``((1 - 1/B)^(2B), (1 + 1/B)^(2B))`` of eq. (228), correctly rounded.
+
+    The theorem's bounds on ``||h^B||^2/||x||^2`` for infinitely wide blocks with
+    ``gamma = 1/B``: each block changes the squared norm by a factor between
+    ``(1 - gamma)^2`` and ``(1 + gamma)^2`` (Cauchy-Schwarz, eq. 223). Computed in exact
+    rational arithmetic, then rounded once to the nearest float.
+
+    References
+    ----------
+    Arpit & Bengio (2019), Theorem 5, eqs. (223) and (228).
+
+    Examples
+    --------
+    >>> eq228_bounds(1)
+    (0.0, 4.0)
+    >>> eq228_bounds(2)
+    (0.0625, 5.0625)
+    """
+    blocks = v.positive_int("blocks", blocks)
+    step = Fraction(1, blocks)
+    return float((1 - step) ** (2 * blocks)), float((1 + step) ** (2 * blocks))
+
+
+def eq228_margin(blocks: Iterable[int], cos_x1: Iterable[float]) -> float:
+    """The closest distance of the infinite-width recursion to the bounds of eq. (228).
+
+    The minimum, over every number of blocks B in ``blocks`` and every cos(x, 1) in
+    ``cos_x1``, of the distance of :func:`infinite_width_ratio` (``gamma = 1/B``) to the
+    nearer of the two bounds :func:`eq228_bounds`; negative if the recursion leaves them.
+
+    References
+    ----------
+    Arpit & Bengio (2019), Theorem 5, eq. (228).
+
+    Examples
+    --------
+    >>> round(eq228_margin([1], [0.0]), 12)
+    2.0
+    """
+    blocks, cos_x1 = list(blocks), list(cos_x1)
+    if not blocks or not cos_x1:
+        raise ValueError("blocks and cos_x1 must not be empty")
+    slack = []
+    for b in blocks:
+        lo, hi = eq228_bounds(b)
+        for sg in cos_x1:
+            ratio = infinite_width_ratio(b, sg)
+            slack.append(min(ratio - lo, hi - ratio))
+    return min(slack)

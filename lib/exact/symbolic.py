@@ -113,6 +113,39 @@ def stationary_points(exponent: sp.Expr, lam: sp.Symbol) -> list[sp.Expr]:
     return sp.solve(sp.diff(exponent, lam), lam)
 
 
-__all__ = ["HALF", "chernoff_exponent", "gaussian_expectation", "half_gaussian_square_mgf",
-           "masked_square_mgf", "relu_moment", "relu_square_mgf", "stationary_points",
-           "std_normal_pdf", "x"]
+__all__ = ["HALF", "chernoff_exponent", "closed_form_integral", "gaussian_expectation",
+           "half_gaussian_square_mgf", "masked_square_mgf", "relu_moment", "relu_square_mgf",
+           "stationary_points", "std_normal_pdf", "x"]
+
+
+def closed_form_integral(expr: sp.Expr, *limits: tuple) -> sp.Expr:
+    """A definite integral in closed form: SymPy's value, hypergeometric values expanded.
+
+    ``sp.integrate(expr, *limits, conds="none")`` (no convergence conditions: the caller
+    states where the integral converges), then ``hyperexpand`` (Gauss's theorem for the
+    hypergeometric values that Beta-type integrals produce), ``gammasimp`` and ``simplify``.
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+        The integrand.
+    *limits : tuple
+        ``(variable, lower, upper)`` for each integration, as for ``sp.integrate``.
+
+    References
+    ----------
+    Arpit & Bengio (2019), Theorem 4 and Proposition 3: the Beta and chi-squared integrals of
+    the weight-normalized layer.
+
+    Examples
+    --------
+    >>> s, n = sp.symbols("s n", positive=True)
+    >>> closed_form_integral((1 - s) ** (n - 1), (s, 0, 1))
+    1/n
+    """
+    if not isinstance(expr, sp.Basic):
+        raise TypeError(f"expr must be a SymPy expression, got {type(expr).__name__}")
+    if not limits or not all(isinstance(lim, tuple) and len(lim) == 3 for lim in limits):
+        raise ValueError(f"limits must be (variable, lower, upper) tuples, got {limits!r}")
+    value = sp.integrate(expr, *limits, conds="none")
+    return sp.simplify(sp.gammasimp(sp.hyperexpand(value)))

@@ -27,6 +27,7 @@ from functools import cache
 
 import sympy as sp
 import torch
+from sympy.utilities.iterables import partitions
 
 from ..core import validate as v
 
@@ -265,11 +266,9 @@ def haar_moment(indices_i: Sequence, indices_j: Sequence, d=D) -> sp.Expr:
         return sp.Integer(0)
     k = _k(len(indices_i) // 2)
     _check_invertible(k, d)
-    ps = pair_partitions(k)
-    left = [p for p in ps if delta(p, indices_i)]
-    right = [q for q in ps if delta(q, indices_j)]
     table = _wg_by_type(k)
-    total = sum((table[coset_type(p, q)] for p in left for q in right), sp.Integer(0))
+    total = sum((table[mu] for _, _, mu in contributing_pairs(indices_i, indices_j)),
+                sp.Integer(0))
     return sp.factor(sp.cancel(total.subs(D, d)))
 
 
@@ -333,4 +332,65 @@ def haar_monomial_samples(monomials: Sequence[tuple[Sequence[int], Sequence[int]
 
 __all__ = ["D", "PairPartition", "pair_partitions", "loop_lengths", "loops", "coset_type",
            "gram_matrix", "weingarten_coset", "weingarten_o", "weingarten_matrix", "delta",
-           "haar_moment", "monomial_samples", "haar_monomial_samples"]
+           "haar_moment", "monomial_samples", "haar_monomial_samples", "coset_types",
+           "contributing_pairs"]
+
+
+def coset_types(k: int) -> list[tuple[int, ...]]:
+    """Every coset type of pair partitions of 2k points: the partitions of k.
+
+    Parts in decreasing order, the partitions in reverse lexicographic order (``(k,)`` first,
+    ``(1,) * k`` last), as SymPy's ``partitions`` generates them.
+
+    References
+    ----------
+    Collins & Matsumoto (2009), Section 7 (the Weingarten function tabulated by coset type);
+    Meterez et al. (2024), Appendix B.
+
+    Examples
+    --------
+    >>> coset_types(3)
+    [(3,), (2, 1), (1, 1, 1)]
+    """
+    k = _k(k)
+    types = [tuple(sorted((a for a, m in p.items() for _ in range(m)), reverse=True))
+             for p in partitions(k)]
+    return sorted(types, reverse=True)
+
+
+def contributing_pairs(indices_i: Sequence, indices_j: Sequence
+                       ) -> list[tuple[PairPartition, PairPartition, tuple[int, ...]]]:
+    """The terms of eq. (36) that survive: pairs ``(p, q)`` with ``Delta_p(i) Delta_q(j) = 1``.
+
+    Parameters
+    ----------
+    indices_i, indices_j : sequence
+        Index labels of the rows and columns of a monomial of even degree ``2k`` (equal
+        labels: equal indices).
+
+    Returns
+    -------
+    list of (p, q, coset type)
+        ``p`` over the pair partitions with ``Delta_p(i) = 1`` (outer loop, in the order of
+        :func:`pair_partitions`), ``q`` those with ``Delta_q(j) = 1``, and
+        :func:`coset_type` ``(p, q)``; the moment is the sum of ``Wg`` over these types.
+
+    References
+    ----------
+    Meterez et al. (2024), Appendix B, eqs. (36)-(40).
+
+    Examples
+    --------
+    >>> [mu for *_, mu in contributing_pairs((0, 0, 1, 1), (0, 0, 0, 0))]
+    [(1, 1), (2,), (2,)]
+    """
+    for name, seq in (("indices_i", indices_i), ("indices_j", indices_j)):
+        if not isinstance(seq, Sequence) or isinstance(seq, str) or len(seq) == 0:
+            raise ValueError(f"{name} must be a non-empty sequence of indices, got {seq!r}")
+    if len(indices_i) != len(indices_j) or len(indices_i) % 2:
+        raise ValueError(f"indices_i and indices_j must have one even length, got "
+                         f"{len(indices_i)} and {len(indices_j)}")
+    ps = pair_partitions(_k(len(indices_i) // 2))
+    left = [p for p in ps if delta(p, indices_i)]
+    right = [q for q in ps if delta(q, indices_j)]
+    return [(p, q, coset_type(p, q)) for p in left for q in right]

@@ -6,6 +6,12 @@
 * :mod:`~eit.models.batchnorm`: Meterez et al. (2024), BN, the isometry gap, shaped networks;
 * :mod:`~eit.models.linear_resnet`, :mod:`~eit.models.expressivity`,
   :mod:`~eit.models.conv_resnet`: Hardt & Ma (2017).
+* :mod:`~eit.models.isometry_lemmas`, :mod:`~eit.models.bn_one_layer`,
+  :mod:`~eit.models.gap_decay`, :mod:`~eit.models.bn_jacobian`,
+  :mod:`~eit.models.jacobian_budget`: Meterez et al. (2024), the per-batch measurements of
+  their lemmas (isometry gap, one BN layer, its decay in depth, the BN Jacobian, the
+  Jacobian budget of Appendix D);
+* :mod:`~eit.models.residual_growth`: the growth of a residual block against an affine law.
 
 The random networks are layer descriptions of :mod:`eit.sample.layers` run by the engines.
 The modules keep their names (``from eit.models import batchnorm as bnm``) and their public

@@ -294,4 +294,111 @@ def k_for(n: int, rho: float, c: float = 10.0) -> int:
 
 
 __all__ = ["unit_sphere", "min_sq_distance", "block", "lemma_b1", "lemma_b1_conditions",
-           "ResidualConstruction", "skip_map", "build", "forward", "parameter_count", "k_for"]
+           "ResidualConstruction", "skip_map", "build", "forward", "parameter_count", "k_for",
+           "random_labelled", "label_errors", "block_log", "printed_last_block_composes"]
+
+
+def random_labelled(n: int, d: int, r: int, *,
+                    gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """n points uniform on the unit sphere of R^d with uniformly random labels in [0, r).
+
+    Generated data for Theorem 3.2 (Assumption 3.1 holds with any rho below the smallest
+    squared distance); the points are drawn first, then the labels.
+
+    Returns
+    -------
+    x : (n, d) float64; labels : (n,) int64.
+
+    References
+    ----------
+    Hardt & Ma (2017), Assumption 3.1 and Theorem 3.2.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> x, labels = random_labelled(5, 3, 2, gen=generator(0))
+    >>> tuple(x.shape), bool(((labels >= 0) & (labels < 2)).all())
+    ((5, 3), True)
+    """
+    n, d, r = positive_int("n", n), positive_int("d", d), positive_int("r", r)
+    x = unit_sphere(n, d, gen=gen)
+    labels = torch.randint(0, r, (n,), generator=gen, device=gen.device)
+    return x, labels
+
+
+def label_errors(net: ResidualConstruction, x, labels) -> torch.Tensor:
+    """Per point, max_j |N(x)_j - y_j| against the one-hot label y (shape (n,)).
+
+    Theorem 3.2 says that these are all 0; in float64 they are a few multiples of the
+    machine epsilon.
+
+    References
+    ----------
+    Hardt & Ma (2017), Theorem 3.2.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> x, labels = random_labelled(6, 64, 2, gen=generator(0))
+    >>> net = build(x, labels, 2, 64, 0.2, gen=generator(1), project=False)
+    >>> float(label_errors(net, x, labels).max()) < 1e-12
+    True
+    """
+    _, y_hat = forward(net, x)
+    labels = torch.as_tensor(labels, dtype=torch.long, device=y_hat.device)
+    if labels.shape != (y_hat.shape[0],):
+        raise ValueError(f"labels must hold {y_hat.shape[0]} ints, got {tuple(labels.shape)}")
+    one_hot = torch.eye(net.r, dtype=torch.float64, device=y_hat.device)[labels]
+    return (y_hat - one_hot).abs().amax(1)
+
+
+def block_log(net: ResidualConstruction, tol: float) -> list[tuple[bool, bool]]:
+    """For every block (the last included): (corrected hypotheses held, block exact).
+
+    The corrected hypotheses of Lemma B.1 are (a), norms in [1 - rho', 1 + rho'], and (b'),
+    squared distances >= 6 rho' (:func:`lemma_b1_conditions`); a block is exact when its
+    error in ``net.block_errors`` is at most ``tol``.
+
+    References
+    ----------
+    Hardt & Ma (2017), Lemma B.1.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> x, labels = random_labelled(6, 64, 2, gen=generator(0))
+    >>> log = block_log(build(x, labels, 2, 64, 0.2, gen=generator(1), project=False), 1e-12)
+    >>> len(log), all(exact for _, exact in log)
+    (2, True)
+    """
+    if not isinstance(net, ResidualConstruction):
+        raise TypeError(f"net must be a ResidualConstruction, got {type(net).__name__}")
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
+        raise ValueError(f"tol must be a number >= 0, got {tol!r}")
+    return [(c["norms"] and c["corrected"], e <= tol)
+            for c, e in zip(net.conditions, net.block_errors, strict=True)]
+
+
+def printed_last_block_composes(k: int, r: int) -> bool:
+    """Whether the last block as printed, y = h_l + B ReLU(A h_l + b), has shapes that compose.
+
+    With the printed A_{l+1} in R^{k x r}, B_{l+1} in R^{r x r}, h_l in R^k: the shapes are
+    tried on tensors of ones, and a shape error means they do not compose.
+
+    References
+    ----------
+    Hardt & Ma (2017), proof of Theorem 3.2, the last block (eq. 3.4).
+
+    Examples
+    --------
+    >>> printed_last_block_composes(5, 3), printed_last_block_composes(3, 3)
+    (False, True)
+    """
+    k, r = positive_int("k", k), positive_int("r", r)
+    h_l, A_last, B_last = torch.ones(k), torch.ones(k, r), torch.ones(r, r)
+    try:
+        _ = h_l + B_last @ torch.relu(A_last @ h_l + torch.ones(k))
+    except RuntimeError:
+        return False
+    return True
+

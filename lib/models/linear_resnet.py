@@ -715,6 +715,370 @@ def symbolic_gradient(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix, i: int
     return 2 * above.T * E * Sigma * below.T
 
 
+# ------------------------------------------------------------------- test instances
+def random_instance(d: int, ell: int, scale: float, *, gen: torch.Generator,
+                    batch: tuple[int, ...] = ()) -> tuple[torch.Tensor, ...]:
+    """Random weights, target and input covariance for the checks of Section 2.
+
+    Entries of every A_i are N(0, scale^2 / d), of R N(0, 1 / d), and
+    Sigma = L L^T / d + 0.1 I with a Gaussian L; drawn in that order (A, R, L) from ``gen``.
+
+    Returns
+    -------
+    A : (*batch, l, d, d); R : (*batch, d, d); Sigma : (*batch, d, d), float64.
+
+    References
+    ----------
+    Hardt & Ma (2017), Section 2: the model of eq. (2.1) and the risk of Claim 2.3.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> A, R, Sigma = random_instance(3, 2, 0.5, gen=generator(0), batch=(4,))
+    >>> tuple(A.shape), tuple(Sigma.shape)
+    ((4, 2, 3, 3), (4, 3, 3))
+    """
+    from ..core.device import randn
+
+    d, ell = positive_int("d", d), positive_int("ell", ell)
+    scale = positive_float("scale", scale)
+    batch = tuple(positive_int("batch", b) for b in batch)
+    A = scale / d**0.5 * randn(*batch, ell, d, d, gen=gen)
+    R = randn(*batch, d, d, gen=gen) / d**0.5
+    L = randn(*batch, d, d, gen=gen)
+    eye = torch.eye(d, dtype=torch.float64)
+    return A, R, L @ L.mT / d + 0.1 * eye.to(L.device)
+
+
+def quasi_instance(d: int, ell: int, scale: float) -> tuple[torch.Tensor, ...]:
+    """A fixed instance shaped like :func:`random_instance`, the same under every seed.
+
+    Built from :func:`eit.sample.quasi.quasi_normal` (offsets 0, 0.25 and 0.5 for A, R and
+    L), so a formula evaluated on it is an exact theory value for a Monte Carlo check.
+
+    Returns
+    -------
+    A : (l, d, d); R : (d, d); Sigma : (d, d), float64 on the CPU.
+
+    References
+    ----------
+    Hardt & Ma (2017), Lemma 2.4: the gradient it is used to check.
+
+    Examples
+    --------
+    >>> A, R, Sigma = quasi_instance(2, 3, 0.3)
+    >>> bool(torch.equal(A, quasi_instance(2, 3, 0.3)[0])), tuple(A.shape)
+    (True, (3, 2, 2))
+    """
+    from ..sample.quasi import quasi_normal
+
+    d, ell = positive_int("d", d), positive_int("ell", ell)
+    scale = positive_float("scale", scale)
+    A = scale / d**0.5 * quasi_normal(ell, d, d)
+    R = quasi_normal(d, d, offset=0.25) / d**0.5
+    L = quasi_normal(d, d, offset=0.5)
+    return A, R, L @ L.T / d + 0.1 * torch.eye(d, dtype=torch.float64)
+
+
+def sampled_loss(A, R, Sigma, n: int, *, gen: torch.Generator) -> torch.Tensor:
+    """The loss of eq. (2.2) on n fresh samples x ~ N(0, Sigma), xi ~ N(0, I).
+
+    x is drawn first (as a standard normal times the Cholesky factor of Sigma), then xi.
+    Returns the n per-sample losses, shape (n,); their mean estimates f(A) (Claim 2.3).
+
+    References
+    ----------
+    Hardt & Ma (2017), eq. (2.2) and Claim 2.3.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> A, R, Sigma = random_instance(2, 2, 0.3, gen=generator(0))
+    >>> sampled_loss(A, R, Sigma, 5, gen=generator(1)).shape
+    torch.Size([5])
+    """
+    from ..core.device import randn
+
+    A = _weights("A", A)
+    d, n = A.shape[-1], positive_int("n", n)
+    x = randn(n, d, gen=gen) @ torch.linalg.cholesky(_square("Sigma", Sigma, d)).mT
+    xi = randn(n, d, gen=gen)
+    return sample_loss(A, R, x, xi)
+
+
+def relative_error(a, b) -> torch.Tensor:
+    """Relative Frobenius error ||a - b||_F / ||b||_F of matrices, slice by slice.
+
+    ``a`` and ``b`` have the same shape (..., m, n); returns shape (...).
+
+    Examples
+    --------
+    >>> b = torch.ones(2, 2, 2, dtype=torch.float64)
+    >>> relative_error(2 * b, b)
+    tensor([1., 1.], dtype=torch.float64)
+    """
+    a, b = tensor("a", a, ndim=tuple(range(2, 8))), tensor("b", b, ndim=tuple(range(2, 8)))
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must have the same shape, got {tuple(a.shape)} and "
+                         f"{tuple(b.shape)}")
+    return (a - b).flatten(-2).norm(dim=-1) / b.flatten(-2).norm(dim=-1)
+
+
+def group_gradients(A, R, Sigma, *, groups: int, size: int,
+                    gen: torch.Generator) -> torch.Tensor:
+    """Autograd of the mean loss (eq. 2.2) over each of ``groups`` groups of fresh samples.
+
+    Group by group, x (``size`` rows, drawn as in :func:`sampled_loss`) then xi are drawn
+    from ``gen``. No gradient formula enters: the mean over the groups estimates the gradient
+    of the population risk, whatever the order of its factors.
+
+    Returns
+    -------
+    (groups, l, d, d) tensor on the CPU.
+
+    References
+    ----------
+    Hardt & Ma (2017), Lemma 2.4, eq. (2.5).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> A, R, Sigma = quasi_instance(2, 2, 0.3)
+    >>> group_gradients(A, R, Sigma, groups=3, size=10, gen=generator(0)).shape
+    torch.Size([3, 2, 2, 2])
+    """
+    from ..core.device import randn
+
+    A0 = _weights("A", A)
+    d = A0.shape[-1]
+    groups, size = positive_int("groups", groups), positive_int("size", size)
+    chol = torch.linalg.cholesky(_square("Sigma", Sigma, d))
+    out = []
+    for _ in range(groups):
+        x = randn(size, d, gen=gen) @ chol.mT.to(gen.device)
+        A_ = A0.clone().to(x.device).requires_grad_(True)
+        sample_loss(A_, R.to(x.device), x, randn(size, d, gen=gen)).mean().backward()
+        out.append(A_.grad.cpu())
+    return torch.stack(out)
+
+
+def printed_gradient_error(A, R, Sigma) -> torch.Tensor:
+    """Relative Frobenius error of eq. (2.5) as printed against autograd, worst slice.
+
+    Returns one value per batch element (on the CPU).
+
+    References
+    ----------
+    Hardt & Ma (2017), Lemma 2.4, eq. (2.5).
+
+    Examples
+    --------
+    >>> A, R, Sigma = quasi_instance(2, 2, 0.3)        # one factor per side: no error
+    >>> float(printed_gradient_error(A, R, Sigma)) < 1e-12
+    True
+    """
+    true = gradient_autograd(A, R, Sigma)
+    return relative_error(gradient_printed(A, R, Sigma), true).amax(-1).cpu()
+
+
+def monomials_left(M: sp.Matrix) -> int:
+    """Monomials left in a matrix of polynomials after expansion (0: the zero matrix).
+
+    Examples
+    --------
+    >>> a, b = sp.symbols("a b")
+    >>> monomials_left(sp.Matrix([[(a + b) ** 2 - a**2, 0]]))
+    2
+    """
+    if not isinstance(M, sp.MatrixBase):
+        raise TypeError(f"M must be a SymPy matrix, got {type(M).__name__}")
+    return sum(len(sp.Add.make_args(e)) for e in map(sp.expand, M) if e != 0)
+
+
+# ---------------------------------------------------------- searches for eq. (2.3), Claim C.2
+def random_ball_instances(d: int, ell: int, n: int, *, gen: torch.Generator,
+                          tau_max: float = 0.95) -> tuple[torch.Tensor, ...]:
+    """n random points of the ball B_tau with targets and covariances (search for eq. 2.3).
+
+    tau ~ U(0, tau_max); each slice A_i is a Gaussian matrix rescaled to spectral norm
+    tau u_i, u_i ~ U(0, 1); R and L Gaussian; Sigma = e^g L L^T / d + 1e-3 I, g ~ N(0, 1).
+    Drawn in the order tau, G, u, R, L, g.
+
+    Returns
+    -------
+    A : (n, l, d, d); R, Sigma : (n, d, d); tau : (n,).
+
+    References
+    ----------
+    Hardt & Ma (2017), Theorem 2.2 and eq. (2.3).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> A, R, Sigma, tau = random_ball_instances(2, 3, 4, gen=generator(0))
+    >>> bool((spectral_norm(A) <= tau + 1e-12).all())
+    True
+    """
+    from ..core.device import rand, randn
+
+    d, ell, n = positive_int("d", d), positive_int("ell", ell), positive_int("n", n)
+    tau_max = in_interval("tau_max", tau_max, 0.0, 1.0)
+    tau = tau_max * rand(n, gen=gen)
+    G = randn(n, ell, d, d, gen=gen)
+    u = rand(n, ell, 1, 1, gen=gen) * tau[:, None, None, None]
+    A = G / torch.linalg.matrix_norm(G, ord=2)[..., None, None] * u
+    R, L = randn(n, d, d, gen=gen), randn(n, d, d, gen=gen)
+    scale = torch.exp(randn(n, gen=gen))[:, None, None]
+    eye = torch.eye(d, dtype=L.dtype, device=L.device)
+    return A, R, scale * L @ L.mT / d + 1e-3 * eye, tau
+
+
+def claim_c2_ratio(M, X, N) -> torch.Tensor:
+    """||M X N||_F / (sigma_min(M) sigma_min(N) ||X||_F), batched over leading dimensions.
+
+    Claim C.2 in the two-sided form the proof of eq. (2.3) uses says this is >= 1.
+
+    References
+    ----------
+    Hardt & Ma (2017), Claim C.2.
+
+    Examples
+    --------
+    >>> M = torch.diag(torch.tensor([2.0, 3.0], dtype=torch.float64))
+    >>> round(float(claim_c2_ratio(M, torch.eye(2, dtype=torch.float64), M)), 4)
+    1.741
+    """
+    M, X, N = (tensor(k, v, ndim=tuple(range(2, 6))) for k, v in (("M", M), ("X", X),
+                                                                   ("N", N)))
+    smin = torch.linalg.svdvals(M)[..., -1] * torch.linalg.svdvals(N)[..., -1]
+    return torch.linalg.matrix_norm(M @ X @ N) / (smin * torch.linalg.matrix_norm(X))
+
+
+def claim_c2_trials(d: int, n: int, *, gen: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """Random triples for Claim C.2, and the rank-one X that should attain equality.
+
+    M, X, N: Gaussian d x d matrices with columns scaled by exp(N(0, 1)) (spread condition
+    numbers), drawn in that order. Returns the ratios of :func:`claim_c2_ratio` at the random
+    X and at X = v w^T (v the right singular vector of M for sigma_min(M), w the left one of N
+    for sigma_min(N)), each of shape (n,).
+
+    References
+    ----------
+    Hardt & Ma (2017), Claim C.2.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> ratio, tight = claim_c2_trials(3, 5, gen=generator(0))
+    >>> bool((ratio >= 1 - 1e-12).all()), float((tight - 1).abs().max()) < 1e-10
+    (True, True)
+    """
+    from ..core.device import randn
+
+    d, n = positive_int("d", d), positive_int("n", n)
+    M, X, N = (randn(n, d, d, gen=gen) * torch.exp(randn(n, 1, d, gen=gen))
+               for _ in range(3))
+    v_min = torch.linalg.svd(M).Vh[:, -1, :]           # right singular vector of M
+    w_min = torch.linalg.svd(N).U[:, :, -1]            # left singular vector of N
+    tight = claim_c2_ratio(M, v_min[:, :, None] * w_min[:, None, :], N)
+    return claim_c2_ratio(M, X, N), tight
+
+
+def scalar_pl_sides(a_vals, r_val, s_val, tau_val) -> tuple[sp.Expr, sp.Expr]:
+    """Both sides of eq. (2.3) for d = 1 in exact arithmetic (SymPy).
+
+    ``a_vals`` are the scalar weights a_1..a_l, ``r_val`` the target, ``s_val`` = Sigma and
+    ``tau_val`` the radius. Returns (||grad f||^2, 4 l (1 - tau)^(l-1) s^2 (f - C_opt)).
+
+    References
+    ----------
+    Hardt & Ma (2017), eq. (2.3).
+
+    Examples
+    --------
+    >>> scalar_pl_sides([0], 0, 2, sp.Rational(1, 2))
+    (16, 32)
+    """
+    if len(a_vals) == 0:
+        raise ValueError("a_vals must hold at least one weight")
+    syms = sp.symbols(f"a1:{len(a_vals) + 1}")
+    f_ex = s_val * (sp.prod([1 + x for x in syms]) - r_val) ** 2
+    sub = dict(zip(syms, a_vals))
+    lhs = sum(sp.diff(f_ex, x).subs(sub) ** 2 for x in syms)
+    ell_v = len(a_vals)
+    return lhs, 4 * ell_v * (1 - tau_val) ** (ell_v - 1) * s_val**2 * f_ex.subs(sub)
+
+
+def adversarial_minima(d: int, ell: int, tau: float, *, starts: int, steps: int,
+                       gen: torch.Generator) -> tuple[bool, torch.Tensor, torch.Tensor]:
+    """The three adversarial searches of :func:`minimize_pl_ratio` at one (d, l, tau).
+
+    In order: eq. (2.3) as printed with Sigma free, as printed with Sigma = I, and the
+    corrected constant with Sigma free; each from ``starts`` starts A ~ N(0, (tau/2)^2), R
+    and L Gaussian (drawn in that order, search by search). Returns whether the first found
+    a violation (a ratio below 1) and the smallest ratios of the other two.
+
+    References
+    ----------
+    Hardt & Ma (2017), Theorem 2.2, eq. (2.3).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> found, printed_id, corrected = adversarial_minima(1, 1, 0.5, starts=2, steps=2,
+    ...                                                   gen=generator(0))
+    >>> isinstance(found, bool), bool(corrected > 0)
+    (True, True)
+    """
+    from ..core.device import randn
+
+    d, ell, starts = positive_int("d", d), positive_int("ell", ell), positive_int("starts",
+                                                                                   starts)
+    out = []
+    for which, ident in (("printed", False), ("printed", True), ("corrected", False)):
+        A0 = 0.5 * tau * randn(starts, ell, d, d, gen=gen)
+        R0, L0 = randn(starts, d, d, gen=gen), randn(starts, d, d, gen=gen)
+        *_, rat = minimize_pl_ratio(A0, R0, L0, tau, which=which, steps=steps,
+                                    identity_sigma=ident)
+        out.append(rat.min())
+    return bool(out[0] < 1), out[1], out[2]
+
+
+def pl_ratio_search(dims, depths, n: int, *,
+                    gen: torch.Generator) -> dict[str, torch.Tensor]:
+    """:func:`pl_ratio` at n random points of B_tau per (d, l), printed and corrected.
+
+    For every d of ``dims`` and, inside, every l of ``depths``, draws n instances by
+    :func:`random_ball_instances` and evaluates both ratios on them (eq. 2.3 holds at an
+    instance iff its ratio is >= 1).
+
+    Returns
+    -------
+    {"printed": (cells * n,), "corrected": (cells * n,)}, in the order of the grid.
+
+    References
+    ----------
+    Hardt & Ma (2017), Theorem 2.2 and eq. (2.3).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> r = pl_ratio_search([1, 2], [2], 3, gen=generator(0))
+    >>> tuple(r["printed"].shape), bool((r["corrected"] >= 1 - 1e-9).all())
+    ((6,), True)
+    """
+    n = positive_int("n", n)
+    ratios: dict[str, list[torch.Tensor]] = {"printed": [], "corrected": []}
+    for d in dims:
+        for ell in depths:
+            A, R, Sigma, taus = random_ball_instances(d, ell, n, gen=gen)
+            for which in ratios:
+                ratios[which].append(pl_ratio(A, R, Sigma, taus, which=which))
+    if not ratios["printed"]:
+        raise ValueError("dims and depths must not be empty")
+    return {k: torch.cat(v) for k, v in ratios.items()}
+
+
 __all__ = [
     "end_to_end", "error_matrix", "population_risk", "sample_loss", "gradient_printed",
     "gradient", "gradient_autograd", "gradient_fd", "spectral_norm", "project_ball",
@@ -723,4 +1087,8 @@ __all__ = [
     "gradient_descent", "gamma",
     "theorem21_bound", "orthogonal_root", "small_norm_optimum", "symbolic_weights",
     "symbolic_product", "symbolic_risk", "symbolic_gradient_printed", "symbolic_gradient",
+    "random_instance", "quasi_instance", "sampled_loss", "relative_error",
+    "group_gradients", "printed_gradient_error", "monomials_left", "random_ball_instances",
+    "claim_c2_ratio", "claim_c2_trials", "scalar_pl_sides", "adversarial_minima",
+    "pl_ratio_search",
 ]

@@ -40,7 +40,8 @@ from ..sample.laws import haar_orthogonal
 from .linear_resnet import orthogonal_root, theorem21_bound
 
 __all__ = ["METHODS", "rotation_angle", "split", "guarantee", "construct", "product",
-           "max_norm", "random_factors", "schur_blocks", "theorem21_bound"]
+           "max_norm", "random_factors", "schur_blocks", "theorem21_bound", "guarantee_ratios",
+           "norms_by_depth", "psd_root_factors", "normal_families"]
 
 #: Constructions: the SVD one of Appendix A.1 (two rotations) and the polar one (one).
 METHODS = {"svd": 2, "polar": 1}
@@ -276,3 +277,129 @@ def schur_blocks(N) -> tuple[float, float, bool]:
         i += size
     off = float(np.abs(D[mask]).max(initial=0.0))
     return off, float(np.abs(S @ D @ S.T - N).max()), bool(np.prod(ones) < 0)
+
+
+def guarantee_ratios(gammas, max_depth: int, *, method: str = "svd") -> np.ndarray:
+    """:func:`guarantee` over the bound of Theorem 2.1 on a grid of (gamma, l).
+
+    For every gamma of ``gammas`` and every depth max(3, ceil(3 gamma)) <= l <= max_depth (the
+    theorem's range l >= 3 gamma).
+
+    Returns
+    -------
+    numpy.ndarray (pairs, 3)
+        Rows (gamma, l, guarantee / bound); a ratio above 1 is a pair where the proof's
+        argument, with integer p, q, does not reach the stated bound.
+
+    References
+    ----------
+    Hardt & Ma (2017), Theorem 2.1 and Appendix A.1 (footnote 4 on rounding p, q).
+
+    Examples
+    --------
+    >>> grid = guarantee_ratios([0.0], 6)
+    >>> grid[:, 1].tolist(), grid[:, 2].round(4).tolist()
+    ([3.0, 4.0, 5.0, 6.0], [0.9549, 0.9003, 1.1254, 0.9549])
+    """
+    max_depth = positive_int("max_depth", max_depth)
+    _method(method)
+    rows = []
+    for gam in gammas:
+        _gamma(gam)
+        for ell in range(max(3, int(np.ceil(3 * gam))), max_depth + 1):
+            bnd = theorem21_bound(float(gam), ell)
+            rows.append((gam, ell, guarantee(gam, ell, method=method) / bnd))
+    return np.array(rows, dtype=float).reshape(-1, 3)
+
+
+def norms_by_depth(U, k, V, depths, gamma: float) -> np.ndarray:
+    """Both constructions of U diag(k) V^T at each depth, their norms and their accuracy.
+
+    ``gamma`` is the target's max |log k_i| as the caller states it (it sets the bound).
+
+    Returns
+    -------
+    numpy.ndarray (len(depths), 6)
+        Rows (l, bound of Theorem 2.1, max_i ||A*_i|| of the SVD construction, of the polar
+        construction, :func:`guarantee` of the SVD construction, the larger of the two
+        largest entries of |product - R|).
+
+    References
+    ----------
+    Hardt & Ma (2017), Theorem 2.1 and Appendix A.1.
+
+    Examples
+    --------
+    >>> R = np.array([[0.0, -1.0], [1.0, 0.0]])
+    >>> rows = norms_by_depth(R, np.ones(2), np.eye(2), [4, 8], 0.0)
+    >>> rows.shape, bool(rows[:, 5].max() < 1e-12)
+    ((2, 6), True)
+    """
+    U, k, V = _factors(U, k, V)
+    gamma = _gamma(gamma)
+    R = U @ np.diag(k) @ V.T
+    rows = []
+    for ell in depths:
+        A_svd = construct(U, k, V, ell)
+        A_pol = construct(U, k, V, ell, method="polar")
+        err = max(np.abs(product(A) - R).max() for A in (A_svd, A_pol))
+        rows.append((ell, theorem21_bound(gamma, ell), max_norm(A_svd), max_norm(A_pol),
+                     guarantee(gamma, ell), err))
+    return np.array(rows, dtype=float).reshape(-1, 6)
+
+
+def psd_root_factors(U, z, ell: int) -> np.ndarray:
+    """The equal factors A*_i = U diag(z^(1/l)) U^T - I of a positive definite U diag(z) U^T.
+
+    Returns
+    -------
+    numpy.ndarray (l, d, d)
+
+    References
+    ----------
+    Hardt & Ma (2017), Appendix A.1, the PSD case.
+
+    Examples
+    --------
+    >>> A = psd_root_factors(np.eye(2), np.array([4.0, 1.0]), 2)
+    >>> bool(np.allclose(product(A), np.diag([4.0, 1.0])))
+    True
+    """
+    U = np.asarray(U, dtype=float)
+    d = U.shape[0] if U.ndim == 2 else -1
+    if U.ndim != 2 or U.shape[1] != d or not np.allclose(U.T @ U, np.eye(d), atol=1e-10):
+        raise ValueError("U must be a square orthogonal matrix")
+    z = np.asarray(z, dtype=float)
+    if z.shape != (U.shape[0],) or not (np.isfinite(z).all() and (z > 0).all()):
+        raise ValueError(f"z must hold {U.shape[0]} finite positive eigenvalues, got {z!r}")
+    ell = positive_int("ell", ell)
+    return np.stack([U @ np.diag(z ** (1 / ell)) @ U.T - np.eye(len(z))] * ell)
+
+
+def normal_families(n: int, d: int, *, gen: torch.Generator) -> dict[str, list[np.ndarray]]:
+    """n random real normal matrices in each of three families (tests of Claim C.1).
+
+    Haar orthogonal Q; a Q + b Q^T + c I with Gaussian (a, b, c) and the same Q; symmetric
+    G + G^T with Gaussian G. Drawn in the order Q, (a, b, c), G.
+
+    References
+    ----------
+    Hardt & Ma (2017), Claim C.1.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> fams = normal_families(2, 3, gen=generator(0))
+    >>> sorted(fams), all(np.allclose(N @ N.T, N.T @ N) for f in fams.values() for N in f)
+    (['aQ + bQ^T + cI', 'orthogonal', 'symmetric'], True)
+    """
+    from ..core.device import randn
+
+    n, d = positive_int("n", n), positive_int("d", d)
+    Qs = haar_orthogonal(n, d, d, gen=gen).cpu().numpy()
+    coef = randn(n, 3, gen=gen).cpu().numpy()
+    G = randn(n, d, d, gen=gen).cpu().numpy()
+    return {"orthogonal": list(Qs),
+            "aQ + bQ^T + cI": [a * Q + b * Q.T + c * np.eye(d) for (a, b, c), Q in zip(coef, Qs)],
+            "symmetric": [g + g.T for g in G]}
+

@@ -13,11 +13,15 @@ Arpit & Bengio (2019), Appendix A, eq. (31) and Theorem 5.
 
 from __future__ import annotations
 
+import torch
+
 from ..core import validate as v
+from ..exact.engine import trace as exact_trace
+from ..sample.engine import trace as explicit_trace
 from ..sample.laws import he
 from ..sample.layers import Dense, ReLU, Residual, Serial, WeightNorm, serial
 
-__all__ = ["scaled_resnet"]
+__all__ = ["scaled_resnet", "output_sq_ratios"]
 
 
 def scaled_resnet(width: int, blocks: int, *, weight_norm: bool = False,
@@ -58,3 +62,51 @@ def scaled_resnet(width: int, blocks: int, *, weight_norm: bool = False,
     layer = (lambda: WeightNorm(width)) if weight_norm else (lambda: Dense(width, he("fan_out")))
     branch = serial(*[e for _ in range(block_depth) for e in (layer(), ReLU())])
     return Serial(tuple(Residual(branch, gamma) for _ in range(blocks)))
+
+
+def output_sq_ratios(x: torch.Tensor, blocks: int, *, weight_norm: bool, n_nets: int,
+                     gen: torch.Generator, explicit: bool = False) -> torch.Tensor:
+    """``||f(x)||^2/||x||^2`` of :func:`scaled_resnet` networks (width ``x.shape[-1]``).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        ``(k, width)``: k inputs.
+    blocks : int
+        B, the number of blocks (``gamma = 1/B``).
+    weight_norm : bool
+        The block type (see :func:`scaled_resnet`).
+    n_nets : int
+        The number of independent networks.
+    gen : torch.Generator
+        The random generator.
+    explicit : bool
+        True: weights drawn (:func:`eit.sample.engine.trace`), the k inputs through the same
+        networks; False: the exact conditional engine (:func:`eit.exact.engine.trace`), one
+        input per network, input after input.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n_nets, k)``.
+
+    References
+    ----------
+    Arpit & Bengio (2019), Appendix A, Theorem 5.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> x = torch.ones(2, 8, dtype=torch.float64)
+    >>> output_sq_ratios(x, 3, weight_norm=True, n_nets=4, gen=generator(0)).shape
+    torch.Size([4, 2])
+    """
+    x = v.tensor("x", x, ndim=2)
+    net = scaled_resnet(x.shape[-1], blocks, weight_norm=weight_norm)
+    if explicit:
+        log_r = explicit_trace(net, x, n_nets=n_nets, gen=gen).log_h_ratio[-1]
+    else:
+        log_r = torch.stack([exact_trace(net, x_[None], n_nets=n_nets, gen=gen,
+                                         method="conditional").log_h_ratio[-1, :, 0]
+                             for x_ in x], -1)
+    return (2 * log_r).exp()

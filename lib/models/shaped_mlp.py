@@ -178,3 +178,90 @@ def weight_gaps(ws: torch.Tensor) -> torch.Tensor:
     d = ws.shape[-1]
     _, logabs = torch.linalg.slogdet(ws)
     return torch.log(ws.square().sum(dim=(-2, -1)) / d) - 2.0 * logabs / d
+
+
+def gradient_norms(model: ShapedMLP, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Frobenius norm of every square layer's loss gradient on one fixed batch, per run.
+
+    Every run sees the same batch; the loss of each run is its mean cross-entropy, so the
+    gradient of run r is that of its own loss (the runs do not interact).
+
+    Parameters
+    ----------
+    model : ShapedMLP
+        The stacked networks (:func:`shaped_mlp`).
+    x : torch.Tensor
+        The batch, shape ``(n, n_in)``.
+    y : torch.Tensor
+        Its labels, shape ``(n,)`` (integers).
+
+    Returns
+    -------
+    torch.Tensor
+        ``||dL_r / dW_l||_F`` of shape ``(runs, depth)``, in float64.
+
+    References
+    ----------
+    Meterez et al. (2024), Figure G2 (gradient norms per layer during training).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> m = shaped_mlp(runs=2, width=4, depth=3, n_in=5, n_classes=3,
+    ...                gains=power_gains(3, 1.0), activation=torch.tanh, gen=generator(0))
+    >>> gradient_norms(m, torch.randn(6, 5, dtype=torch.float64), torch.arange(6) % 3).shape
+    torch.Size([2, 3])
+    """
+    if not isinstance(model, ShapedMLP):
+        raise TypeError(f"model must be a ShapedMLP, got {type(model).__name__}")
+    x = v.tensor("x", x, ndim=2)
+    if not isinstance(y, torch.Tensor) or y.shape != x.shape[:1]:
+        raise ValueError(f"y must be a tensor of shape ({x.shape[0]},), got "
+                         f"{getattr(y, 'shape', type(y).__name__)}")
+    loss = torch.nn.functional.cross_entropy(model(x.expand(model.runs, *x.shape)).transpose(1, 2),
+                                             y.expand(model.runs, -1))
+    (g,) = torch.autograd.grad(loss * model.runs, [model.ws])
+    return g.flatten(2).norm(dim=2).double()
+
+
+def random_displacement(moved: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """A Gaussian random direction with the Frobenius norm of every matrix of ``moved``.
+
+    The baseline of an implicit bias towards orthogonal matrices: the isometry gap
+    (:func:`weight_gaps`) of ``W_0 + moved`` against that of ``W_0 + random_displacement``.
+
+    Parameters
+    ----------
+    moved : torch.Tensor
+        Displacements, shape ``(..., d, d)``.
+    gen : torch.Generator
+        The random generator (one standard normal per entry, in order).
+
+    Returns
+    -------
+    torch.Tensor
+        Same shape and dtype as ``moved``; each matrix has the norm of its counterpart.
+
+    References
+    ----------
+    Meterez et al. (2024), section 6 and Figure 6 (the comparison this book adds).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> moved = torch.ones(2, 3, 3, dtype=torch.float64)
+    >>> r = random_displacement(moved, generator(0))
+    >>> torch.allclose(r.flatten(1).norm(dim=1), moved.flatten(1).norm(dim=1))
+    True
+    """
+    if not isinstance(moved, torch.Tensor) or moved.ndim < 2:
+        raise TypeError("moved must be a tensor of matrices (..., d, d)")
+    if not isinstance(gen, torch.Generator):
+        raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
+    size = moved.flatten(-2).norm(dim=-1)
+    noise = torch.randn(moved.shape, generator=gen, dtype=moved.dtype)
+    noise *= (size / noise.flatten(-2).norm(dim=-1))[..., None, None]
+    return noise
+
+
+__all__ += ["gradient_norms", "random_displacement"]

@@ -24,6 +24,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+import numpy as np
 import sympy as sp
 import torch
 
@@ -421,4 +422,56 @@ def residual_sq_ratio(x: torch.Tensor, width: int, blocks: int, *, n_nets: int,
 
 __all__ = ["LAWS", "k_constant", "k_printed", "layer_sq_ratio", "log_grad_ratio",
            "normalize_rows", "prop3_sq_norm", "proposed_gain", "residual_sq_ratio", "rows",
-           "sphere_area", "wallis", "weight_normalized", "wn_network", "wn_relu_mlp"]
+           "sphere_area", "wallis", "weight_normalized", "wn_network", "wn_relu_mlp",
+           "prop3_expectation", "traditional_sq_ratios"]
+
+
+def prop3_expectation(n: int, m: int, *, z: str = "bernoulli",
+                      row_norm: float | None = 1.0) -> float:
+    """E||M||_F^2 / ||u||^2 of Proposition 3 with K_n = 1, the law of :func:`prop3_sq_norm`.
+
+    ``2n/(m c^2) (1 - K_n/n) E||z||^2`` with ``K_n = 1`` (:func:`k_constant`),
+    ``E||z||^2 = m/2`` (Bernoulli(1/2) z) or ``m`` (standard normal z). With
+    ``row_norm=None`` (raw Gaussian rows, not rescaled) ``1/c^2`` becomes
+    ``E||R_i||^-2 = 1/(n - 2)`` (the inverse chi-squared mean), finite for n > 2.
+
+    References
+    ----------
+    Arpit & Bengio (2019), Proposition 3.
+
+    Examples
+    --------
+    >>> prop3_expectation(2, 50)
+    1.0
+    >>> round(prop3_expectation(10, 50, z="gaussian", row_norm=None), 12)
+    2.25
+    """
+    n, m = v.positive_int("n", n), v.positive_int("m", m)
+    if z not in ("bernoulli", "gaussian"):
+        raise ValueError(f"z must be 'bernoulli' or 'gaussian', got {z!r}")
+    if row_norm is None and n <= 2:
+        raise ValueError(f"n must be > 2 for raw rows (E||R_i||^-2 = 1/(n - 2)), got {n}")
+    inv_c2 = 1 / (n - 2) if row_norm is None else 1 / v.positive_float("row_norm", row_norm)**2
+    e_z2 = m / 2 if z == "bernoulli" else m
+    return 2 * n / m * inv_c2 * (1 - 1 / n) * e_z2
+
+
+def traditional_sq_ratios(in_dim: int, width: int, depth: int) -> np.ndarray:
+    """Exact ``E||h^l||^2/||x||^2``, l = 1..depth, with traditional weight normalization.
+
+    With the gain k = 1 (Salimans & Kingma's weight normalization) and isotropic rows, a
+    ReLU layer ``n_(l-1) -> n_l`` multiplies ``E||h||^2`` by ``n_l k^2 / (2 n_(l-1))``: the
+    first layer ``in_dim -> width`` by ``width / (2 in_dim)``, every square layer by 1/2.
+
+    References
+    ----------
+    Arpit & Bengio (2019), section 5 and Figure 3 (traditional weight normalization).
+
+    Examples
+    --------
+    >>> traditional_sq_ratios(500, 100, 3).tolist()
+    [0.1, 0.05, 0.025]
+    """
+    in_dim, width = v.positive_int("in_dim", in_dim), v.positive_int("width", width)
+    depth = v.positive_int("depth", depth)
+    return width / (2 * in_dim) * 0.5 ** (np.arange(1, depth + 1) - 1)

@@ -9,6 +9,7 @@ A chapter states *what* a panel shows, one tuple per series, and :func:`panels` 
 * ``("counts", label, x, proportions)``: frequencies with their Clopper-Pearson intervals,
   points with no count left out (they cannot be drawn on a log axis);
 * ``("band", label, x, mean, halfwidth)``: a line with a shaded band.
+* ``("range", label, x, lo, hi)``: a shaded region between two curves (exact bounds).
 
 Every tuple may end with a dict of matplotlib keyword arguments. The legend goes below the
 panels, where it covers no data.
@@ -54,6 +55,9 @@ def draw(ax, series: Sequence[tuple]) -> None:
             line, = ax.plot(x, mean, label=label, **kw)
             ax.fill_between(x, mean - half, mean + half, color=line.get_color(), alpha=0.25,
                             lw=0)
+        elif kind == "range":
+            ax.fill_between(_np(x), _np(rest[0]), _np(rest[1]), label=label,
+                            **{"alpha": 0.15, "lw": 0, **kw})
         else:
             raise ValueError(f"unknown series kind {kind!r}")
 

@@ -8,6 +8,10 @@
   :class:`~eit.sample.traces.Trace` (the exact engines are in :mod:`eit.exact`);
 * thin functions by name: :func:`relu_mlp`, :func:`one_layer`, residual and convolutional
   networks, loss heads.
+* measured quantities of sampled networks: :mod:`~eit.sample.log_lengths` (log lengths of
+  equal-width nets), :mod:`~eit.sample.pairs` (pairs of inputs and their distances),
+  :mod:`~eit.sample.autograd` (per-layer gradient norms by autograd),
+  :mod:`~eit.sample.logits` (random logits and targets).
 """
 
 from .convnets import conv_net, conv_relu_lengths, mean_profile

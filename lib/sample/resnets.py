@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
 
 from ..core import validate as v
@@ -24,8 +25,8 @@ from .layers import Dense, Layer, ReLU, Residual, Serial, serial
 #: A residual module: a layer description that keeps the stream width.
 Block = Layer
 
-__all__ = ["Block", "linear_readout_moments", "relu_layer", "relu_then_linear",
-           "residual_log_lengths", "residual_net"]
+__all__ = ["Block", "linear_readout_moments", "linear_readout_relative_variance", "ramp_input",
+           "relu_layer", "relu_then_linear", "residual_log_lengths", "residual_net"]
 
 
 def relu_layer(init: Initializer) -> Serial:
@@ -174,3 +175,44 @@ def linear_readout_moments(etas: Sequence[float], *, width: int, hidden: int,
             gains += gain
         pairs += second[j] * (1 + 2 * gains)
     return mean, second, sum(second[1:]) / n_mod - pairs / n_mod**2
+
+
+def linear_readout_relative_variance(etas: Sequence[float], *, width: int, hidden: int
+                                     ) -> np.ndarray:
+    """Exact ``Var[M_l] / E[M_l]^2``, l = 0..L, for :func:`relu_then_linear` blocks.
+
+    From the exact moments of :func:`linear_readout_moments`. Shape ``(L+1,)``.
+
+    References
+    ----------
+    Hanin & Rolnick (2018), section 3.2 and Theorem 4.
+
+    Examples
+    --------
+    >>> linear_readout_relative_variance([1.0], width=5, hidden=5).round(6).tolist()
+    [0.0, 0.65]
+    """
+    mean, second, _ = linear_readout_moments(etas, width=width, hidden=hidden)
+    return np.array(second) / np.array(mean) ** 2 - 1
+
+
+def ramp_input(n: int) -> torch.Tensor:
+    """The fixed unit input ``x = (1, 2, ..., n) / ||(1, 2, ..., n)||``, shape ``(1, n)``.
+
+    Non-negative, so that every later stream of a residual network with ReLU-output modules
+    is non-negative and the exact bands of :mod:`eit.exact.relu_residual` apply; not aligned
+    with the diagonal, so that its coordinate sum lies strictly inside ``[1, sqrt(n)]``.
+
+    References
+    ----------
+    Hanin & Rolnick (2018), section 3.2 (Figure 2a: one input, fixed).
+
+    Examples
+    --------
+    >>> x = ramp_input(5)
+    >>> tuple(x.shape), round(float(x.norm()), 12)
+    ((1, 5), 1.0)
+    """
+    n = v.positive_int("n", n)
+    x = torch.arange(1, n + 1, dtype=torch.float64).unsqueeze(0)
+    return x / x.norm()

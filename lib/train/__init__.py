@@ -10,6 +10,10 @@
 * :mod:`eit.train.start_of_training`: censored epoch counts (Hanin & Rolnick);
 * :mod:`eit.train.curvature` and :mod:`eit.train.lanczos`: the largest Hessian eigenvalue by
   power iteration and by Lanczos iteration (Hessian-vector products only).
+* :mod:`eit.train.sweep`: learning-rate sweeps of many seeds in one batched run;
+  :mod:`eit.train.runs`: reading batched runs (split by configuration, first epoch below a
+  level); :mod:`eit.train.gradient_growth`, :mod:`eit.train.batch_rank`: gradients and data
+  batches at initialization; :mod:`eit.train.images`: the bundled images and digits batches.
 """
 
 from . import batched, curvature, lanczos, sgd, start_of_training

@@ -24,12 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from scipy.linalg import eigh_tridiagonal
 
 from ..core import validate as v
 from ..core.device import randn
 
-__all__ = ["Extreme", "hessian_operator", "lanczos_extreme"]
+__all__ = ["Extreme", "hessian_operator", "lanczos_extreme", "loss_hessian_norms"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +146,59 @@ def lanczos_extreme(operator: Callable[[torch.Tensor], torch.Tensor], batch: int
         basis.append(w / safe[:, None])
     return Extreme(np.abs(theta), theta.copy(), resid, steps, done.copy())
 
+
+
+def loss_hessian_norms(model, x: torch.Tensor, y: torch.Tensor, *, gen: torch.Generator,
+                       max_steps: int, rtol: float) -> Extreme:
+    """The spectral norm of the Hessian of each stacked network's mean cross-entropy.
+
+    Parameters
+    ----------
+    model : stacked model
+        ``model(x)`` gives logits ``(S, N, C)`` of ``S`` independent networks and
+        ``model.parameters()`` their parameters with the network axis first
+        (:mod:`eit.models.wn_stacked`).
+    x : torch.Tensor
+        ``(N, d)`` inputs, shared by the networks.
+    y : torch.Tensor
+        ``(N,)`` labels.
+    gen : torch.Generator
+        Draws the Lanczos start vectors.
+    max_steps : int
+        Hessian-vector products per network, at most.
+    rtol : float
+        Stop a network's iteration when its Ritz value's residual bound is below ``rtol``
+        times the value.
+
+    Returns
+    -------
+    Extreme
+        Per network, ``||H||_2`` of its loss ``mean_i CE(f(x_i), y_i)`` with respect to all
+        its parameters, and whether the iteration converged.
+
+    References
+    ----------
+    Arpit, Campos & Bengio (2019), Section 5.3, Table 2.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> from eit.models.wn_init import wn_mlp_model
+    >>> from eit.models.wn_stacked import stack
+    >>> nets = stack([wn_mlp_model("proposed", d_in=3, widths=[4], d_out=2, gen=generator(s))
+    ...               for s in range(2)])
+    >>> x = torch.randn(5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    >>> out = loss_hessian_norms(nets, x, torch.tensor([0, 1, 0, 1, 1]), gen=generator(0),
+    ...                          max_steps=40, rtol=1e-6)
+    >>> out.value.shape, bool(out.converged.all())
+    ((2,), True)
+    """
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or len(x) != len(y):
+        raise ValueError("x and y must be tensors with one label per input")
+    logits = model(x)
+    nets = logits.shape[0]
+    loss = F.cross_entropy(logits.flatten(0, 1), y.repeat(nets), reduction="sum")
+    params = list(model.parameters())
+    dim = sum(p[0].numel() for p in params)
+    return lanczos_extreme(hessian_operator(loss / len(y), params), nets, dim, gen=gen,
+                           max_steps=max_steps, rtol=rtol)

@@ -146,3 +146,84 @@ def sgd(model: Model, params: Sequence[torch.Tensor], data: Digits, *, lr: float
 
 
 __all__ = ["Digits", "Run", "accuracy", "digits", "sgd", "training_device"]
+
+
+def train_batch(data: Digits, size: int, *, gen: torch.Generator
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """A random mini-batch ``(x, y)`` of the training split, without replacement.
+
+    The indices are the first ``size`` of ``torch.randperm(n_train, generator=gen)``, drawn on
+    the generator's device, so that the draw advances ``gen`` exactly as a training run's
+    epoch order does.
+
+    References
+    ----------
+    Salimans & Kingma (2016), Section 3 (the data-dependent initialization uses one mini-batch);
+    Arpit, Campos & Bengio (2019), Section 5.1.
+
+    Examples
+    --------
+    >>> data = digits(seed=0)
+    >>> x, y = train_batch(data, 5, gen=torch.Generator().manual_seed(0))
+    >>> tuple(x.shape), tuple(y.shape)
+    ((5, 64), (5,))
+    """
+    if not isinstance(data, Digits):
+        raise TypeError(f"data must be a Digits split, got {type(data).__name__}")
+    size = v.positive_int("size", size)
+    n = len(data.x_train)
+    if size > n:
+        raise ValueError(f"size must be at most the {n} training samples, got {size}")
+    idx = torch.randperm(n, generator=gen, device=gen.device)[:size].to(data.x_train.device)
+    return data.x_train[idx], data.y_train[idx]
+
+
+def spaced_digits(step: int, *, on: torch.device | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every ``step``-th image of the bundled digits, in their stored order (no randomness).
+
+    Returns ``x`` of shape ``(ceil(1797 / step), 64)`` (float64, pixels in [0, 1]) and the
+    labels ``y``, on ``on`` (default: :func:`eit.core.device.device`).
+
+    References
+    ----------
+    Arpit, Campos & Bengio (2019), Section 5.3 (Table 2 uses 10% of the training set).
+
+    Examples
+    --------
+    >>> x, y = spaced_digits(10, on=torch.device("cpu"))
+    >>> tuple(x.shape), float(x.max()) <= 1.0, tuple(y.shape)
+    ((180, 64), True, (180,))
+    """
+    step = v.positive_int("step", step)
+    x, y = load_digits(return_X_y=True)
+    on = device() if on is None else on
+    return (torch.tensor(x[::step], dtype=DTYPE) / 16.0).to(on), torch.tensor(y[::step]).to(on)
+
+
+def pixel_batch(n: int, d: int, *, step: int) -> torch.Tensor:
+    """A fixed batch of ``n`` digit images as the columns of a ``(d, n)`` matrix.
+
+    The images are numbers ``0, step, 2 step, ...`` of the bundled set (the same under every
+    seed), restricted to its ``d`` pixels of largest variance over the whole set (ties by
+    pixel index); raw pixel values (0 to 16), float64, on the CPU. This is the paper's
+    ``(d, n)`` batch of Meterez et al. (2024): features in rows, samples in columns.
+
+    References
+    ----------
+    Meterez et al. (2024), Sections 3 and 5 (batches of n = d samples, CIFAR10 there).
+
+    Examples
+    --------
+    >>> x = pixel_batch(5, 32, step=54)
+    >>> tuple(x.shape), x.dtype
+    ((32, 5), torch.float64)
+    """
+    n, d, step = v.positive_int("n", n), v.positive_int("d", d), v.positive_int("step", step)
+    images = torch.tensor(load_digits().data, dtype=DTYPE)
+    if d > images.shape[1] or (n - 1) * step >= images.shape[0]:
+        raise ValueError(f"need d <= {images.shape[1]} and (n - 1) * step < "
+                         f"{images.shape[0]}, got n={n}, d={d}, step={step}")
+    pixels = torch.argsort(images.var(dim=0), descending=True, stable=True)[:d]
+    pick = torch.arange(n) * step
+    return images[pick][:, pixels].T.contiguous()

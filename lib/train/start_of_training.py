@@ -13,9 +13,18 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core import validate as v
-from ..verdicts.stats import Estimate, Proportion, Statistic, kendall_tau, mean, proportion
+from ..verdicts.stats import (
+    Estimate,
+    Proportion,
+    Statistic,
+    kendall_detectable,
+    kendall_tau,
+    mean,
+    proportion,
+)
 
-__all__ = ["censored_epochs", "epoch_summary", "pooled_kendall"]
+__all__ = ["censored_epochs", "epoch_summary", "pooled_kendall", "mean_epochs",
+           "rank_association"]
 
 
 def censored_epochs(reached: Sequence[int | None], max_epochs: int) -> np.ndarray:
@@ -64,3 +73,55 @@ def pooled_kendall(predictor: Sequence[float], runs: Sequence[Sequence[int | Non
     x = [float(p) for p, r in zip(predictor, runs, strict=True) for _ in r]
     y = np.concatenate([censored_epochs(r, max_epochs) for r in runs])
     return kendall_tau(x, y)
+
+
+def mean_epochs(reached: Sequence[int | None], max_epochs: int) -> Estimate:
+    """Mean epochs to the target, a censored run counted as ``max_epochs + 1``.
+
+    The first half of :func:`epoch_summary`.
+
+    Examples
+    --------
+    >>> mean_epochs([3, None, 5, 4], 10).value
+    5.75
+    """
+    return mean(censored_epochs(reached, max_epochs))
+
+
+def rank_association(predictor: Sequence[float], runs: Sequence[Sequence[int | None]],
+                     max_epochs: int, *, alpha: float) -> tuple[Statistic, float, float]:
+    """A one-sided test that the epochs increase with a predictor (Kendall tau_b > 0).
+
+    Parameters
+    ----------
+    predictor : sequence of float
+        One value per point.
+    runs : sequence of sequences
+        Per point, the epoch at which each run reached the target (``None``: censored).
+    max_epochs : int
+        The epoch budget.
+    alpha : float
+        The level of the test, for the smallest detectable tau.
+
+    Returns
+    -------
+    tuple of (Statistic, float, float)
+        Kendall's tau_b over every run (:func:`pooled_kendall`), its one-sided p-value
+        (positive association) and the smallest tau the test detects at ``alpha`` with this
+        many runs (:func:`eit.verdicts.stats.kendall_detectable`).
+
+    References
+    ----------
+    Hanin & Rolnick (2018), Figures 1b, 2b and 3b.
+
+    Examples
+    --------
+    >>> tau, p, tau_min = rank_association([0.0, 1.0, 2.0], [[1, 2], [3, 4], [5, None]], 10,
+    ...                                    alpha=0.01)
+    >>> p < 0.05
+    True
+    """
+    alpha = v.in_interval("alpha", alpha, 0.0, 1.0)
+    tau, p_two = pooled_kendall(predictor, runs, max_epochs)
+    p_one = p_two / 2 if tau.value > 0 else 1 - p_two / 2
+    return tau, p_one, kendall_detectable(sum(len(r) for r in runs), alpha)

@@ -5,6 +5,12 @@ outcome (confirmed, confirmed with a correction, refuted, inconclusive, or "not 
 the substitute"), a scope (the paper's claim, a substitute setting, the book's extension) and a
 kind (a statistical test, an exact computation, or a consistency check), decided by a
 criterion declared before the measurement (:mod:`~.criteria`).
+
+Estimators live in :mod:`~.stats` (means, proportions, paired differences, rank tests,
+estimates rebuilt from stored summaries); the measured quantities that several chapters share
+have their own modules: :mod:`~.norm_ratios` (mean squared norm ratios and profiles),
+:mod:`~.length_moments` (moments of lengths from log-lengths), :mod:`~.tails` (certified
+tail thresholds, envelopes) and :mod:`~.fits` (slopes with their standard errors).
 """
 
 from . import checks, criteria, records, stats

@@ -48,11 +48,11 @@ from .records import (
     Verdict,
     value_record,
 )
-from .stats import Estimate, Proportion, Statistic
+from .stats import Estimate, Proportion, Statistic, positive
 
 __all__ = ["Exact", "agree", "at_most", "at_least", "bound", "order", "detects", "exact", "holds",
-           "consistency", "CONFIRMED", "CORRECTED", "REFUTED", "INCONCLUSIVE",
-           "NOT_REPRODUCED", "PAPER", "SUBSTITUTE", "EXTENSION", "TEST", "EXACT", "CONSISTENCY"]
+           "consistency", "CONFIRMED", "CORRECTED", "REFUTED", "INCONCLUSIVE", "NOT_REPRODUCED",
+           "PAPER", "SUBSTITUTE", "EXTENSION", "TEST", "EXACT", "CONSISTENCY", "detects_positive"]
 
 #: A bound cleared by more than this factor is not under test (recorded as a consistency check).
 UNTESTED_FACTOR = 100.0
@@ -706,3 +706,57 @@ def consistency(paper: str, claim: str, statement: str, *, holds: bool, evidence
                    v.measured, evidence=f"{evidence} (consistency check: {reason})",
                    test=v.test, values=v.values)
 
+
+def detects_positive(paper: str, claim: str, statement: str, *estimates: Estimate,
+                     criterion: Detection, scope: str,
+                     values: Mapping | None = None) -> Verdict:
+    """Record whether every estimate is detected as positive (one-sided t-tests).
+
+    The statistic is the smallest estimate; the p-value the largest one-sided p-value; the
+    detectable effect the largest ``t_{1-alpha, df} * se`` (:func:`~.stats.positive`). The
+    record is :func:`~.checks.detects`'s: confirmed when the p-value is below the criterion's
+    level, else inconclusive (never refuted).
+
+    Parameters
+    ----------
+    paper, claim, statement : str
+        As in :func:`~.checks.detects`.
+    *estimates : Estimate
+        One or more estimates of the effect (each must be positive).
+    criterion : Detection
+        The declared test (its ``alpha``).
+    scope : str
+        The record's scope.
+    values : mapping, optional
+        Further values shown with the record.
+
+    Returns
+    -------
+    Verdict
+
+    Raises
+    ------
+    ValueError, TypeError
+        No estimate, an estimate with no positive standard error, a bad criterion.
+
+    References
+    ----------
+    Meterez et al. (2024), Figure 1 (the rate depends on the width) and Figure 5 (gradient
+    explosion without shaping).
+
+    Examples
+    --------
+    >>> from eit.verdicts.criteria import Detection
+    >>> v = detects_positive("key", "Fig. 1", "X grows", Estimate(0.3, 0.05, 50, df=49),
+    ...                      criterion=Detection("one-sided t-test"), scope="paper")
+    >>> v.outcome
+    'confirmed'
+    """
+    if not estimates:
+        raise ValueError("estimates must not be empty")
+    if not isinstance(criterion, Detection):
+        raise TypeError(f"criterion must be a Detection, got {type(criterion).__name__}")
+    p_value, detectable = positive(*estimates, alpha=criterion.alpha)
+    return detects(paper, claim, statement, statistic=Statistic(min(e.value for e in estimates)),
+                   p_value=p_value, detectable=detectable, criterion=criterion, scope=scope,
+                   values=values)

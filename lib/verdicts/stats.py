@@ -17,15 +17,20 @@ count), so that a check can verify that its criterion was declared *before* the 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from scipy import stats as _st
 
+from ..core import validate as v
+
 __all__ = ["Estimate", "Proportion", "Statistic", "mean", "batch_mean", "log_mean", "median",
            "mean_se", "proportion", "significant", "fisher_exact", "kendall_tau",
-           "kendall_detectable", "mann_whitney_detectable", "positive", "execution_count"]
+           "kendall_detectable", "mann_whitney_detectable", "positive", "execution_count",
+           "proportion_of", "paired_difference", "from_summary", "frequency_estimate",
+           "mann_whitney", "significant_exceedances"]
 
 
 _CELLS = {"count": 0, "shell": None}
@@ -502,3 +507,225 @@ def mann_whitney_detectable(n1: int, n2: int, alpha: float) -> float:
         raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
     return float(_st.norm.ppf(1 - alpha) * math.sqrt((n1 + n2 + 1) / (12 * n1 * n2)))
 
+
+def proportion_of(mask, confidence: float = 0.95) -> Proportion:
+    """The proportion of true entries of a boolean array, with its Clopper-Pearson interval.
+
+    ``mask`` holds one entry per trial (any shape; a tensor, an array or a list of bools):
+    ``proportion_of(ratios < 1)`` is :func:`~eit.verdicts.stats.proportion` of the number of
+    violations among all trials.
+
+    Examples
+    --------
+    >>> p = proportion_of(torch.tensor([True, False, False, True]))
+    >>> p.successes, p.trials
+    (2, 4)
+    """
+    if isinstance(mask, torch.Tensor):
+        mask = mask.detach().cpu().numpy()
+    arr = np.asarray(mask)
+    if arr.dtype != bool:
+        raise TypeError(f"mask must hold booleans, got dtype {arr.dtype}")
+    if arr.size == 0:
+        raise ValueError("mask must hold at least one trial")
+    return proportion(int(arr.sum()), int(arr.size), confidence)
+
+
+def paired_difference(a: Iterable[float], b: Iterable[float]) -> Estimate:
+    """The mean of ``a[i] - b[i]`` over the pairs both have, with its standard error.
+
+    ``a`` and ``b`` are one value per seed, in seed order, for two configurations that share
+    each seed's randomness (initial weights, mini-batches); when one has fewer seeds, the
+    pairs are its seeds. The standard error is that of the differences (Student's t with
+    pairs - 1 degrees of freedom in the one-sided tests of :mod:`eit.verdicts.checks`).
+
+    Examples
+    --------
+    >>> d = paired_difference([0.9, 0.8, 0.7], [0.5, 0.6])
+    >>> round(d.value, 6), d.n
+    (0.3, 2)
+    """
+    a, b = list(a), list(b)
+    n = min(len(a), len(b))
+    if n < 1:
+        raise ValueError(f"a and b must both hold at least one value, got {len(a)} and "
+                         f"{len(b)}")
+    return mean([x - y for x, y in zip(a[:n], b[:n])])
+
+
+def from_summary(means, sds, n: int) -> list[Estimate]:
+    """One :class:`Estimate` per point from its mean and sample sd over ``n`` draws.
+
+    Parameters
+    ----------
+    means, sds : array_like
+        One-dimensional, of equal length: the sample means and standard deviations (n - 1).
+    n : int
+        The number of independent draws behind every point (at least 2).
+
+    Returns
+    -------
+    list of Estimate
+        ``Estimate(mean, sd / sqrt(n), n, df=n - 1)`` per point.
+
+    References
+    ----------
+    Arpit & Bengio (2019), Figures 1-2 at the paper's size (stored means and sds).
+
+    Examples
+    --------
+    >>> [e.se for e in from_summary([1.0, 2.0], [0.5, 1.0], 4)]
+    [0.25, 0.5]
+    """
+    m, s = np.asarray(means, dtype=float), np.asarray(sds, dtype=float)
+    if m.ndim != 1 or m.shape != s.shape:
+        raise ValueError(f"means and sds must be one-dimensional of equal length, got "
+                         f"shapes {m.shape} and {s.shape}")
+    if not (np.isfinite(m).all() and np.isfinite(s).all()) or (s < 0).any():
+        raise ValueError("means and sds must be finite, sds non-negative")
+    n = v.positive_int("n", n)
+    if n < 2:
+        raise ValueError(f"n must be at least 2, got {n}")
+    return [Estimate(float(m_), float(s_) / math.sqrt(n), n, df=n - 1)
+            for m_, s_ in zip(m, s, strict=True)]
+
+
+def frequency_estimate(frequency: Proportion, probability: float) -> Estimate:
+    """The frequency as an :class:`Estimate` with the binomial standard error at ``probability``.
+
+    Parameters
+    ----------
+    frequency : Proportion
+        k events in n trials (:func:`eit.verdicts.stats.proportion`).
+    probability : float
+        The probability p of the event under the law being tested, in [0, 1].
+
+    Returns
+    -------
+    Estimate
+        ``k/n`` with standard error ``sqrt(p (1 - p) / n)``, n samples, normal quantiles
+        (``df=None``).
+
+    References
+    ----------
+    Arpit & Bengio (2019), Lemmas 2 and 4: tail frequencies of one layer against the exact
+    binomial mixture of chi-squared laws.
+
+    Examples
+    --------
+    >>> from eit.verdicts.stats import proportion
+    >>> e = frequency_estimate(proportion(30, 1000), 0.025)
+    >>> e.value, round(e.se, 6), e.n, e.df
+    (0.03, 0.004937, 1000, None)
+    """
+    if not isinstance(frequency, Proportion):
+        raise TypeError(f"frequency must be a Proportion, got {type(frequency).__name__}")
+    p = v.in_interval("probability", probability, 0.0, 1.0, closed_hi=True)
+    return Estimate(frequency.value, math.sqrt(p * (1 - p) / frequency.trials),
+                    frequency.trials)
+
+
+def _sample(name: str, values) -> np.ndarray:
+    a = np.asarray(values, dtype=float).ravel()
+    if a.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains inf or NaN")
+    return a
+
+
+def mann_whitney(x, y, alternative: str = "greater") -> tuple[Statistic, float]:
+    """The Mann-Whitney U test of two independent samples.
+
+    Parameters
+    ----------
+    x, y : array_like
+        The two samples (n1 and n2 values).
+    alternative : str
+        ``'greater'`` (x tends to exceed y), ``'less'`` or ``'two-sided'``.
+
+    Returns
+    -------
+    statistic : Statistic
+        ``U / (n1 n2)``, with U the statistic of ``x``: an estimate of
+        ``P(X > Y) + P(X = Y) / 2``.
+    p_value : float
+        Of the test in the direction of ``alternative``.
+
+    References
+    ----------
+    Mann & Whitney (1947); used for Figure 5 of Arpit & Bengio (2019) (epochs spent at the
+    initial loss).
+
+    Examples
+    --------
+    >>> u, p = mann_whitney([3, 4, 5], [1, 2, 2])
+    >>> u.value, round(p, 3)
+    (1.0, 0.038)
+    """
+    if alternative not in ("greater", "less", "two-sided"):
+        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got "
+                         f"{alternative!r}")
+    a, b = _sample("x", x), _sample("y", y)
+    res = _st.mannwhitneyu(a, b, alternative=alternative)
+    return Statistic(float(res.statistic) / (a.size * b.size)), float(res.pvalue)
+
+
+def significant_exceedances(estimates: Sequence[Estimate], bounds: Sequence[float], *,
+                            side: str, alpha: float = 0.001) -> Proportion:
+    """The estimates significantly ``above`` (or ``below``) their bounds, as a count.
+
+    Estimate ``i`` counts when ``(value_i - bound_i) / se_i``, signed towards ``side``,
+    exceeds the one-sided critical value of its t (or normal) law at level ``alpha / k``
+    (``k`` estimates: Bonferroni), so that the count is 0 with probability at least
+    ``1 - alpha`` when every true value is on the allowed side.
+
+    Parameters
+    ----------
+    estimates : sequence of Estimate
+        The ``k`` estimates (``k >= 1``).
+    bounds : sequence of float
+        One finite bound per estimate.
+    side : {"above", "below"}
+        Which side of the bound counts as beyond it.
+    alpha : float
+        Family-wise level, in (0, 1).
+
+    Returns
+    -------
+    Proportion
+        The number of estimates beyond their bounds out of ``k``.
+
+    References
+    ----------
+    Meterez et al. (2024), Theorem 3 and Corollary 4 (bounds per batch ``X``, tested on
+    conditional means over rotations); Bonferroni correction (DESIGN.md section 3a).
+
+    Examples
+    --------
+    >>> ests = [Estimate(1.0, 0.01, 100, df=99), Estimate(2.0, 0.01, 100, df=99)]
+    >>> significant_exceedances(ests, [1.5, 1.5], side="above").successes
+    1
+    >>> significant_exceedances(ests, [1.5, 1.5], side="below").successes
+    1
+    """
+    estimates, bounds = list(estimates), list(bounds)
+    if not estimates:
+        raise ValueError("estimates must not be empty")
+    for i, e in enumerate(estimates):
+        if not isinstance(e, Estimate):
+            raise TypeError(f"estimates[{i}] must be an Estimate, got {type(e).__name__}")
+    if len(bounds) != len(estimates):
+        raise ValueError(f"bounds must have one entry per estimate ({len(estimates)}), "
+                         f"got {len(bounds)}")
+    bounds = [v.finite_real(f"bounds[{i}]", b) for i, b in enumerate(bounds)]
+    if side not in ("above", "below"):
+        raise ValueError(f"side must be 'above' or 'below', got {side!r}")
+    alpha = v.in_interval("alpha", alpha, 0.0, 1.0)
+    if alpha == 0:
+        raise ValueError("alpha must lie in (0, 1), got 0")
+    k = len(estimates)
+    sign = 1 if side == "above" else -1
+    far = [(e.value - b) / e.se * sign > e.critical(alpha / k, sides=1)
+           for e, b in zip(estimates, bounds, strict=True)]
+    return proportion(sum(far), k)

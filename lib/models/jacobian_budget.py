@@ -1,0 +1,226 @@
+"""The budget of BN Jacobians along the linear BN chain, measured term by term.
+
+Appendix D of Meterez et al. (2024) bounds the gradient of the linear BN network through a
+*budget*: the sum of the log-norms of the layers' BN Jacobians (the orthogonal weights add
+nothing, Lemma D.12), split at the first layer ``S`` where the isometry gap falls below
+``1/(16d)`` (eq. 96): a first phase of expected length ``E[S]`` (Lemma D.5) and a second
+phase whose sum of ``sqrt(d phi)`` decays geometrically (Lemma D.6); Lemma D.3 adds them.
+This module measures those terms along the chains of :mod:`eit.models.bn_chain` for many
+networks at once and compares them with the explicit bounds of :mod:`eit.exact.bn_budget`:
+
+* :func:`measure`: one input's :class:`Budget` (``phi(X^0)``, ``S``, the Lemma D.6 and
+  Lemma D.3 sums at several depths, per network);
+* :func:`over_bounds`: the measured terms divided by their bounds, one estimate per depth;
+* :func:`to_arrays`, :func:`from_arrays`: the stored form of a paper-scale run;
+* :func:`lemma_d12_gap`: Lemma D.12's identity checked by autograd on one random layer.
+
+References
+----------
+A. Meterez et al., "Towards training without depth limits: batch normalization without
+gradient explosion", ICLR 2024, Lemmas D.3, D.5, D.6 and D.12.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from ..core import validate as v
+from ..core.device import randn
+from ..exact import bn_budget as bb
+from ..sample.laws import haar_orthogonal
+from ..verdicts import stats
+from . import bn_chain as bc
+
+__all__ = ["Budget", "PARTS", "measure", "over_bounds", "to_arrays", "from_arrays",
+           "lemma_d12_gap"]
+
+#: the parts of a :class:`Budget`, in order (the suffixes of the stored arrays' names)
+PARTS = ("phi0", "S", "d6", "d3")
+
+
+class Budget(NamedTuple):
+    """The budget terms of one input batch over ``n_nets`` networks.
+
+    Attributes
+    ----------
+    phi0 : float
+        The isometry gap ``phi(X^0)`` of the input.
+    S : torch.Tensor
+        ``(n_nets,)`` float64: the first layer whose gap is at most ``1/(16d)`` (eq. 96).
+    d6 : torch.Tensor
+        ``(n_nets, len(depths))``: ``sum_{l=S+1}^{L} sqrt(d phi(X^l))`` (Lemma D.6).
+    d3 : torch.Tensor
+        ``(n_nets, len(depths))``: ``sum_{k=1}^{L} log ||J_BN(H^k)||`` (Lemma D.3).
+    """
+
+    phi0: float
+    S: torch.Tensor
+    d6: torch.Tensor
+    d3: torch.Tensor
+
+
+def measure(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
+            gen: torch.Generator) -> Budget:
+    """The budget terms along ``n_nets`` chains from one square input batch ``x0`` (d, d).
+
+    The chain runs to ``max(depths) + 1`` layers, plus, for an input above the threshold
+    ``1/(16d)``, ``3 (d + 2) log(16 d phi0)`` layers so that every network reaches the
+    threshold (three times the near-isometry time to cover the factor ``16 d phi0``).
+
+    Parameters
+    ----------
+    x0 : torch.Tensor
+        One BN output batch, shape (d, d), d >= 2.
+    depths : sequence of int
+        The depths L at which the sums are taken (positive).
+    n_nets : int
+        The number of independent networks (Haar-orthogonal weights).
+    gen : torch.Generator
+        The random generator.
+
+    Returns
+    -------
+    Budget
+
+    References
+    ----------
+    Meterez et al. (2024), eq. (96) and Lemmas D.3, D.5, D.6.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> x0 = bc.with_isometry_gap(4, [1.0])[0]
+    >>> b = measure(x0, [1, 4], n_nets=3, gen=generator(0))
+    >>> round(b.phi0, 9), tuple(b.S.shape), tuple(b.d6.shape), tuple(b.d3.shape)
+    (1.0, (3,), (3, 2), (3, 2))
+    """
+    x0 = v.tensor("x0", x0, ndim=2)
+    d = x0.shape[-1]
+    depths = v.widths("depths", list(depths))
+    thr = bb.threshold(d)
+    phi0 = float(bc.isometry_gap_det(x0))
+    extra = int(3 * (d + 2) * math.log(16 * d * phi0)) if phi0 > thr else 0
+    chain = bc.run_chain(x0, max(depths) + 1 + extra, n_nets=n_nets, gen=gen)
+    start = bc.hitting_time(chain.gaps, thr)
+    d6 = bc.tail_sums(torch.sqrt(d * chain.gaps.clamp_min(0)), start, depths)
+    d3 = torch.stack([chain.jac[:, 1:L + 1].sum(dim=1) for L in depths], dim=1)
+    return Budget(phi0, start.double(), d6, d3)
+
+
+def over_bounds(budget: Budget, d: int, depths: Sequence[int]
+                ) -> tuple[list[stats.Estimate], list[stats.Estimate]]:
+    """The measured Lemma D.6 and Lemma D.3 sums over their explicit bounds, per depth.
+
+    Parameters
+    ----------
+    budget : Budget
+        From :func:`measure` (or :func:`from_arrays`) with these ``depths``.
+    d : int
+        The width.
+    depths : sequence of int
+        The depths of the budget's columns.
+
+    Returns
+    -------
+    d6, d3 : list of Estimate
+        ``mean / bound`` at each depth: :func:`eit.exact.bn_budget.lemma_d6` and
+        :func:`eit.exact.bn_budget.lemma_d3` at the input's ``phi0``.
+
+    References
+    ----------
+    Meterez et al. (2024), Lemma D.6 and eqs. (102), (104).
+
+    Examples
+    --------
+    >>> b = Budget(1.0, torch.zeros(2), torch.ones(2, 1), torch.ones(2, 1))
+    >>> d6, d3 = over_bounds(b, 2, [1])
+    >>> round(d6[0].value * bb.lemma_d6(2, 1.0, 1), 12)
+    1.0
+    """
+    if not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a Budget, got {type(budget).__name__}")
+    depths = v.widths("depths", list(depths))
+    if budget.d6.shape[1] != len(depths):
+        raise ValueError(f"depths must name the budget's {budget.d6.shape[1]} columns, got "
+                         f"{depths}")
+    d6 = [stats.mean(budget.d6[:, j]) / bb.lemma_d6(d, budget.phi0, L)
+          for j, L in enumerate(depths)]
+    d3 = [stats.mean(budget.d3[:, j]) / bb.lemma_d3(d, budget.phi0, L)
+          for j, L in enumerate(depths)]
+    return d6, d3
+
+
+def to_arrays(runs: Mapping[tuple[int, str], Budget], dims: Sequence[int]
+              ) -> dict[str, np.ndarray]:
+    """The budgets of the widths ``dims`` as named arrays ``d<width>_<input>_<part>``.
+
+    Examples
+    --------
+    >>> b = Budget(0.5, torch.zeros(2), torch.ones(2, 1), torch.ones(2, 1))
+    >>> sorted(to_arrays({(2, "far"): b}, [2]))
+    ['d2_far_S', 'd2_far_d3', 'd2_far_d6', 'd2_far_phi0']
+    """
+    return {f"d{n}_{name}_{part}": np.asarray(budget[i])
+            for (n, name), budget in runs.items() if n in dims
+            for i, part in enumerate(PARTS)}
+
+
+def from_arrays(arrays: Mapping[str, np.ndarray], provenance: dict,
+                depths: Sequence[int]) -> dict[tuple[int, str], Budget]:
+    """The budgets of a stored run (:func:`to_arrays`), at the requested ``depths``.
+
+    ``provenance["meta"]`` names the stored widths (``"dims"``) and depths (``"depths"``);
+    every requested depth must be among the stored ones.
+
+    Examples
+    --------
+    >>> b = Budget(0.5, torch.zeros(2), torch.ones(2, 3), torch.ones(2, 3))
+    >>> meta = {"meta": {"dims": [2], "depths": [1, 4, 16]}}
+    >>> got = from_arrays(to_arrays({(2, "far"): b}, [2]), meta, [4])
+    >>> got[2, "far"].phi0, tuple(got[2, "far"].d6.shape)
+    (0.5, (2, 1))
+    """
+    stored = provenance["meta"]["depths"]
+    missing = [L for L in depths if L not in stored]
+    if missing:
+        raise ValueError(f"depths {missing} are not stored (stored: {stored})")
+    cols = [stored.index(L) for L in depths]
+    runs = {}
+    for n in provenance["meta"]["dims"]:
+        names = sorted({k.split("_")[1] for k in arrays if k.startswith(f"d{n}_")})
+        for name in names:
+            a = {p: torch.from_numpy(arrays[f"d{n}_{name}_{p}"]) for p in PARTS}
+            runs[n, name] = Budget(float(a["phi0"]), a["S"], a["d6"][:, cols],
+                                   a["d3"][:, cols])
+    return runs
+
+
+def lemma_d12_gap(d: int, *, gen: torch.Generator) -> float:
+    """``|log ||dX^(l+1)/dX^l|| - log ||J_BN(H^l)|||`` for one random layer of width d.
+
+    The input is the BN output of a Gaussian (d, d) matrix, the weight Haar-orthogonal; the
+    layer's full Jacobian is autograd's, its operator norm from the singular values. Lemma
+    D.12 (with equality, by the Kronecker structure ``W ⊗ I``) makes the gap zero up to
+    rounding.
+
+    References
+    ----------
+    Meterez et al. (2024), Lemma D.12, eq. (160).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> lemma_d12_gap(3, gen=generator(0)) < 1e-10
+    True
+    """
+    d = v.positive_int("d", d)
+    x = bc.bn_rows(randn(d, d, gen=gen))[0]
+    w = haar_orthogonal(1, d, d, gen=gen)[0]
+    jac = torch.autograd.functional.jacobian(lambda z: bc.bn_rows(w @ z)[0], x)
+    op = torch.linalg.matrix_norm(jac.reshape(d * d, d * d), ord=2)
+    return abs(float(torch.log(op) - bc.bn_jacobian_lognorm(w @ x)))

@@ -1,0 +1,48 @@
+"""Bundled images as inputs (eit.train.images), checked against the chapters' former code."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from sklearn.datasets import load_digits, load_sample_image
+
+from eit.train.images import digits_batch, sample_image
+
+
+@pytest.mark.parametrize("size", [16, 32])
+def test_sample_image_is_the_convolutional_chapters_image(size):
+    raw = torch.tensor(load_sample_image("china.jpg"), dtype=torch.float64)
+    raw = raw.permute(2, 0, 1) / 255
+    side = min(raw.shape[1:]) // size * size
+    block = side // size
+    old = raw[:, :side, :side].reshape(3, size, block, size, block).mean((2, 4))
+    image, b = sample_image(size, "china.jpg")
+    assert b == block and torch.equal(image, old)
+    assert image.dtype == torch.float64 and 0 <= image.min() and image.max() <= 1
+
+
+def test_digits_batch_is_the_meterez_chapters_batch():
+    digits = torch.tensor(load_digits().data, dtype=torch.float64)
+    pixels = torch.argsort(digits.var(dim=0), descending=True, stable=True)[:32]
+    old = digits[:33][:, pixels].T.contiguous()
+    assert torch.equal(digits_batch(33, 32), old)
+
+
+def test_digits_batch_ranks_pixels_by_variance():
+    X = digits_batch(1797, 64)
+    var = torch.tensor(load_digits().data, dtype=torch.float64).var(dim=0)
+    assert torch.allclose(X.var(dim=1), var.sort(descending=True, stable=True).values,
+                          rtol=1e-12, atol=0)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="size"):
+        sample_image(0)
+    with pytest.raises(ValueError, match="size"):
+        sample_image(10_000)
+    with pytest.raises(TypeError, match="name"):
+        sample_image(16, 3)
+    with pytest.raises(ValueError, match="pixels"):
+        digits_batch(10, 65)
+    with pytest.raises(ValueError, match="n must"):
+        digits_batch(0, 5)
