@@ -202,21 +202,3 @@ def test_prop3_mean():
     assert abs(r.mean().item() - 0.5) < 5 * se
     with pytest.raises(ValueError, match="z must be"):
         wn.prop3_sq_norm(u, 5, n_nets=2, gen=generator(0), z="poisson")
-
-
-def test_residual_sq_ratio():
-    gen = generator(21)
-    x = torch.randn(3, 16, dtype=torch.float64)
-    r = wn.residual_sq_ratio(x, 16, 4, n_nets=2, gen=gen)
-    assert r.shape == (5, 2, 3) and torch.allclose(r[0], torch.ones(2, 3, dtype=torch.float64))
-    # Theorem 5's deterministic bound needs ||F(h)|| = ||h||; gamma tiny keeps h ~ x
-    r0 = wn.residual_sq_ratio(x, 16, 2, n_nets=1, gen=gen, gamma=1e-9)
-    assert torch.allclose(r0, torch.ones_like(r0))
-    rw = wn.residual_sq_ratio(x, 16, 2, n_nets=1, gen=gen, init=wn.weight_normalized())
-    assert torch.isfinite(rw).all()
-    with pytest.raises(ValueError, match="columns"):
-        wn.residual_sq_ratio(x, 8, 2, n_nets=1, gen=gen)
-    with pytest.raises(ValueError, match="gamma"):
-        wn.residual_sq_ratio(x, 16, 2, n_nets=1, gen=gen, gamma=0.0)
-    with pytest.raises(ValueError, match="blocks"):
-        wn.residual_sq_ratio(x, 16, 0, n_nets=1, gen=gen)

@@ -78,45 +78,6 @@ def test_weight_normalized_gain_and_rows():
         W.weight_normalized("sphere", gain=-1.0)
 
 
-@pytest.mark.parametrize("direction", W.DIRECTIONS)
-@pytest.mark.parametrize("m", [5, 40])
-def test_forward_layer_ratio_mean_is_one(direction, m):
-    u = torch.linspace(-1, 2, 20, dtype=torch.float64)
-    r = W.forward_layer_ratio(u, m, direction, n_nets=20000, gen=generator(3))
-    se = r.std().item() / math.sqrt(r.numel())
-    assert abs(r.mean().item() - 1) < 5 * se
-
-
-@pytest.mark.parametrize("direction", W.DIRECTIONS)
-def test_backward_layer_ratio_mean_is_one(direction):
-    u = torch.linspace(-1, 2, 12, dtype=torch.float64)
-    r = W.backward_layer_ratio(u, 30, direction, n_nets=20000, gen=generator(4))
-    se = r.std().item() / math.sqrt(r.numel())
-    assert abs(r.mean().item() - 1) < 5 * se
-
-
-def test_backward_orthogonal_without_mask_is_isometry():
-    u = torch.randn(10, dtype=torch.float64)
-    r = W.backward_layer_ratio(u, 25, "orthogonal", n_nets=50, gen=generator(5), gain=1.0,
-                               mask=False)
-    assert torch.allclose(r, torch.ones_like(r))
-
-
-def test_layer_ratio_bad_arguments():
-    u = torch.ones(4, dtype=torch.float64)
-    with pytest.raises(ValueError, match="m"):
-        W.forward_layer_ratio(u, 0, "sphere", n_nets=2, gen=generator(0))
-    with pytest.raises(ValueError, match="n_nets"):
-        W.forward_layer_ratio(u, 3, "sphere", n_nets=0, gen=generator(0))
-    with pytest.raises(ValueError, match="u"):
-        W.forward_layer_ratio(torch.ones(2, 2, dtype=torch.float64), 3, "sphere", n_nets=2,
-                              gen=generator(0))
-    with pytest.raises(TypeError, match="mask"):
-        W.backward_layer_ratio(u, 3, "sphere", n_nets=2, gen=generator(0), mask=1)
-    with pytest.raises(ValueError, match="gain"):
-        W.backward_layer_ratio(u, 3, "sphere", n_nets=2, gen=generator(0), gain=0.0)
-
-
 def _explicit_resnet(x, ws):
     """The plain (unnormalized-state) forward pass, for comparison."""
     h = x

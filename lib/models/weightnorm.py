@@ -14,8 +14,8 @@ Sampling part: the row laws, :func:`normalize_rows`, :func:`proposed_gain` and t
 keeps the paper's own constructions: :func:`layer_sq_ratio` (one layer, Theorem 4 and
 Proposition 2), :func:`prop3_sq_norm` (Proposition 3), and, over the engine
 (:func:`eit.sample.engine.trace`), :func:`wn_network` / :func:`wn_relu_mlp` (eq. 18, with the
-gradients of the un-normalized weights, eqs. 24-28), :func:`log_grad_ratio` (Figure 4's ratio)
-and :func:`residual_sq_ratio` (Appendix A).
+gradients of the un-normalized weights, eqs. 24-28) and :func:`log_grad_ratio` (Figure 4's
+ratio). Appendix A's residual networks are :func:`eit.models.scaled_residual.scaled_resnet`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,7 @@ from ..core.device import DTYPE, device
 from ..sample.engine import trace
 from ..sample.laws import (
     LAWS,
-    Initializer,
     RowLaw,
-    he,
     normalize_rows,
     proposed_gain,
     rows,
@@ -43,7 +41,7 @@ from ..sample.laws import (
     standard_uniform,
     weight_normalized,
 )
-from ..sample.layers import Dense, ReLU, Residual, Serial, WeightNorm, serial
+from ..sample.layers import ReLU, Serial, WeightNorm, serial
 from ..sample.traces import Trace
 
 Convention = Literal["ambient", "intrinsic"]
@@ -368,62 +366,9 @@ def prop3_sq_norm(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
     return (2 * n / m) * (zz.square() * perp / c2).sum(-1) / u.square().sum()
 
 
-def residual_sq_ratio(x: torch.Tensor, width: int, blocks: int, *, n_nets: int,
-                      gen: torch.Generator, init: Initializer | None = None,
-                      block_depth: int = 2, gamma: float | None = None) -> torch.Tensor:
-    """||h^b||^2 / ||x||^2, b = 0..B, for residual ReLU networks (Appendix A, eq. 31).
-
-    h^{b+1} = h^b + gamma F_b(h^b), each F_b a ReLU network of ``block_depth`` square layers
-    of ``width`` units (eq. 1, or eq. 30 with ``init=weight_normalized()``), weights from
-    ``init`` (default He with fan-out, N(0, 2/width)); ``gamma`` defaults to 1/B (Theorem 5).
-    The explicit engine on ``serial(Residual(F, gamma), ...)``.
-
-    Parameters
-    ----------
-    x : torch.Tensor
-        ``(N, width)``, shared by the networks.
-    width, blocks, n_nets, gen, init, block_depth, gamma
-        As above.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(B+1, n_nets, N)``.
-
-    References
-    ----------
-    Arpit & Bengio (2019), Appendix A and Theorem 5.
-
-    Examples
-    --------
-    >>> from eit.core.seeds import generator
-    >>> residual_sq_ratio(torch.ones(2, 4, dtype=torch.float64), 4, 3, n_nets=2,
-    ...                   gen=generator(0)).shape
-    torch.Size([4, 2, 2])
-    """
-    width, blocks = v.positive_int("width", width), v.positive_int("blocks", blocks)
-    v.positive_int("n_nets", n_nets)
-    block_depth = v.positive_int("block_depth", block_depth)
-    gamma = 1.0 / blocks if gamma is None else v.positive_float("gamma", gamma)
-    init = he("fan_out") if init is None else init
-    if not callable(init):
-        raise TypeError(f"init must be callable (an Initializer), got {type(init).__name__}")
-    x = v.tensor("x", x, ndim=2)
-    if x.shape[-1] != width:
-        raise ValueError(f"x must have {width} columns (the width), got {x.shape[-1]}")
-    if not bool((x.norm(dim=-1) > 0).all()):
-        raise ValueError("x must have no zero rows")
-    branch = serial(*[layer for _ in range(block_depth) for layer in (Dense(width, init),
-                                                                        ReLU())])
-    net = Serial(tuple(Residual(branch, gamma) for _ in range(blocks)))
-    t = trace(net, x, n_nets=n_nets, gen=gen)
-    return torch.exp(2 * t.log_h_ratio)
-
-
-__all__ = ["LAWS", "k_constant", "k_printed", "layer_sq_ratio", "log_grad_ratio",
-           "normalize_rows", "prop3_sq_norm", "proposed_gain", "residual_sq_ratio", "rows",
-           "sphere_area", "wallis", "weight_normalized", "wn_network", "wn_relu_mlp",
-           "prop3_expectation", "traditional_sq_ratios"]
+__all__ = ["LAWS", "k_constant", "k_printed", "layer_sq_ratio", "log_grad_ratio", "normalize_rows",
+           "prop3_sq_norm", "proposed_gain", "rows", "sphere_area", "wallis", "weight_normalized",
+           "wn_network", "wn_relu_mlp", "prop3_expectation", "traditional_sq_ratios"]
 
 
 def prop3_expectation(n: int, m: int, *, z: str = "bernoulli",

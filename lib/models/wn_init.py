@@ -35,7 +35,6 @@ from ..sample.laws import (
     directions,
     haar_orthogonal,
     proposed_gain,
-    standard_uniform,
     weight_normalized,
 )
 from ..sample.laws import normalize_rows as unit_rows
@@ -47,64 +46,6 @@ def _direction(direction) -> Direction:
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
     return direction
-
-
-def forward_layer_ratio(u: torch.Tensor, m: int, direction: Direction, *, n_nets: int,
-                        gen: torch.Generator, gain: float | None = None) -> torch.Tensor:
-    """||ReLU(g W_hat u)||^2 / ||u||^2 for ``n_nets`` independent layers (Theorems 1 and 5).
-
-    ``u`` has n = fan-in entries, W_hat is (m, n) with rows of ``direction``; the default gain
-    is sqrt(2n/m). Returns ``(n_nets,)``.
-
-    References
-    ----------
-    Arpit, Campos & Bengio (2019), Theorems 1 and 5.
-
-    Examples
-    --------
-    >>> from eit.core.seeds import generator
-    >>> forward_layer_ratio(torch.ones(4, dtype=torch.float64), 8, "orthogonal", n_nets=3,
-    ...                     gen=generator(0)).shape
-    torch.Size([3])
-    """
-    u = v.nonzero_vector("u", u).to(device=device(), dtype=DTYPE)
-    m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
-    g = proposed_gain(u.numel(), m) if gain is None else v.positive_float("gain", gain)
-    w = directions(n_nets, m, u.numel(), _direction(direction), gen=gen)
-    a = g * torch.matmul(w, u)
-    return a.clamp_min(0).square().sum(-1) / u.square().sum()
-
-
-def backward_layer_ratio(u: torch.Tensor, n: int, direction: Direction, *, n_nets: int,
-                         gen: torch.Generator, gain: float = math.sqrt(2.0),
-                         mask: bool = True) -> torch.Tensor:
-    """||g z * (W_hat^T u)||^2 / ||u||^2 for ``n_nets`` layers (Theorems 2 and 6).
-
-    ``u`` has m entries (the fan-out of the layer W_hat, shape (m, n)); z has i.i.d.
-    Bernoulli(1/2) entries independent of W_hat. ``mask=False`` drops z (then use gain 1).
-    Returns ``(n_nets,)``.
-
-    References
-    ----------
-    Arpit, Campos & Bengio (2019), Theorems 2 and 6.
-
-    Examples
-    --------
-    >>> from eit.core.seeds import generator
-    >>> backward_layer_ratio(torch.ones(4, dtype=torch.float64), 8, "sphere", n_nets=3,
-    ...                      gen=generator(0)).shape
-    torch.Size([3])
-    """
-    u = v.nonzero_vector("u", u).to(device=device(), dtype=DTYPE)
-    n, n_nets = v.positive_int("n", n), v.positive_int("n_nets", n_nets)
-    g = v.positive_float("gain", gain)
-    if not isinstance(mask, bool):
-        raise TypeError(f"mask must be a bool, got {type(mask).__name__}")
-    w = directions(n_nets, u.numel(), n, _direction(direction), gen=gen)
-    out = g * torch.matmul(u, w)  # (n_nets, n)
-    if mask:
-        out = out * (standard_uniform(n_nets, n, gen=gen) < 0.5)
-    return out.square().sum(-1) / u.square().sum()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -495,9 +436,8 @@ def wn_mlp_model(scheme: MLPScheme, *, d_in: int, widths: Sequence[int], d_out: 
     return net
 
 
-__all__ = ["DIRECTIONS", "MLP_SCHEMES", "SCHEMES", "WNMLP", "Direction", "MLPScheme",
-           "Scheme", "WNLayer", "WNResNet", "backward_layer_ratio", "directions",
-           "forward_layer_ratio", "haar_orthogonal", "proposed_gain", "unit_rows",
+__all__ = ["DIRECTIONS", "MLP_SCHEMES", "SCHEMES", "WNMLP", "Direction", "MLPScheme", "Scheme",
+           "WNLayer", "WNResNet", "directions", "haar_orthogonal", "proposed_gain", "unit_rows",
            "weight_normalized", "wn_block", "wn_mlp_model", "wn_resnet", "wn_resnet_model",
            "wn_resnet_net", "wn_stage_net", "wn_stage_resnet"]
 
