@@ -94,6 +94,16 @@ def test_ledger_is_built_from_the_notebooks():
     assert chapters == {s.relative_to(ROOT).with_suffix("").as_posix() for s in SOURCES}
 
 
+def test_ledger_refuses_a_record_of_the_retired_schema():
+    rec = dict(ledger.verdicts()[0])
+    with pytest.raises(ValueError, match="schema 2"):
+        ledger.normalize({k: v for k, v in rec.items() if k != "schema"})
+    with pytest.raises(ValueError, match="without"):
+        ledger.normalize({k: v for k, v in rec.items() if k != "outcome"})
+    with pytest.raises(ValueError, match="outcome must be"):
+        ledger.normalize({**rec, "outcome": "plausible"})
+
+
 def test_pinned_requirements_are_the_single_source():
     """environment.yml (Binder) installs requirements.txt, with PyTorch's CPU wheels."""
     env = yaml.safe_load((ROOT / "environment.yml").read_text())

@@ -102,7 +102,7 @@ def test_lengths_bad_args():
 
 
 def test_gaussian_chain_mean_and_second_moment():
-    m = fm.gaussian_length_chain([10, 10], n_nets=200000, gen=generator(3), kappa=0.5)
+    m = fm.gaussian_bias_length_chain([10, 10], n_nets=200000, gen=generator(3), kappa=0.5)
     assert m.shape == (3, 200000)
     assert abs(m[2].mean().item() - 0.25) < 0.01
     assert abs(m[2].square().mean().item() - 0.0625 * 1.5**2) < 0.01
@@ -110,9 +110,9 @@ def test_gaussian_chain_mean_and_second_moment():
 
 def test_gaussian_chain_bad_args():
     with pytest.raises(ValueError, match="kappa"):
-        fm.gaussian_length_chain([3], n_nets=2, gen=generator(0), kappa=-1.0)
+        fm.gaussian_bias_length_chain([3], n_nets=2, gen=generator(0), kappa=-1.0)
     with pytest.raises(ValueError, match="widths"):
-        fm.gaussian_length_chain([], n_nets=2, gen=generator(0))
+        fm.gaussian_bias_length_chain([], n_nets=2, gen=generator(0))
 
 
 def test_named_initializers_variances():

@@ -8,7 +8,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eit.core.store import paper_scale_result
+from eit.core.store import load_result_from, paper_scale_result
 from eit.exact.symbolic import closed_form_integral
 from eit.models import weightnorm as wn
 
@@ -74,6 +74,30 @@ def test_paper_scale_result_default_scale_reads_only(monkeypatch):
         paper_scale_result("no-such-part/none", [1.0], seed=0, chapter="x")
     with pytest.raises(TypeError, match="name"):
         paper_scale_result(3, {}, seed=0, chapter="x")
+
+
+def test_paper_scale_result_calls_a_callable_only_on_the_paper_path(monkeypatch, tmp_path):
+    import numpy as np
+
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\n")
+    monkeypatch.setenv("EIT_BOOK_ROOT", str(tmp_path))
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"x": np.arange(3.0)}
+
+    monkeypatch.setenv("EIT_SCALE", "default")
+    assert paper_scale_result("part/r", compute, seed=0, chapter="part/01.md") is None
+    assert calls == []
+    monkeypatch.setenv("EIT_SCALE", "smoke")      # written to _build/smoke-data, never data/
+    assert paper_scale_result("part/r", compute, seed=0, chapter="part/01.md") is None
+    stored, info = load_result_from(tmp_path / "_build" / "smoke-data", "part/r")
+    assert calls == [1] and stored["x"].tolist() == [0.0, 1.0, 2.0]
+    assert info["command"] == "./book paper-scale chapters/part/01.md"
+    with pytest.raises(TypeError, match=r"arrays\(\) must return a dict"):
+        paper_scale_result("part/r", lambda: [1.0], seed=0, chapter="part/01.md")
 
 
 def test_traditional_sq_ratios_is_the_chapter_law():

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -245,8 +246,8 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def paper_scale_result(name: str, arrays: dict, *, seed: int, chapter: str,
-                       meta: dict | None = None
+def paper_scale_result(name: str, arrays: dict | Callable[[], dict], *, seed: int,
+                       chapter: str, meta: dict | None = None
                        ) -> tuple[dict[str, np.ndarray], dict] | None:
     """Save ``arrays`` on the paper-scale path; return the stored ``(arrays, provenance)``.
 
@@ -254,8 +255,10 @@ def paper_scale_result(name: str, arrays: dict, *, seed: int, chapter: str,
     ----------
     name : str
         The result's name under ``data/``, e.g. ``"meterez-et-al-2024/figure-1"``.
-    arrays : dict of str -> array_like
-        What this run computed (saved only on the paper-scale path).
+    arrays : dict of str -> array_like, or a callable returning one
+        What this run computed (saved only on the paper-scale path). A callable with no
+        arguments is called only there, so that the paper-size computation never runs at the
+        default scale.
     seed : int
         The seed of the run.
     chapter : str
@@ -280,9 +283,14 @@ def paper_scale_result(name: str, arrays: dict, *, seed: int, chapter: str,
         raise TypeError(f"name must be a str, got {type(name).__name__}")
     if not isinstance(chapter, str):
         raise TypeError(f"chapter must be a str, got {type(chapter).__name__}")
-    if not isinstance(arrays, dict):
-        raise TypeError(f"arrays must be a dict of named arrays, got {type(arrays).__name__}")
+    if not (isinstance(arrays, dict) or callable(arrays)):
+        raise TypeError(f"arrays must be a dict of named arrays or a callable returning one, "
+                        f"got {type(arrays).__name__}")
     if paper_path():
-        save_result(name, arrays, seed=seed, command=f"./book paper-scale chapters/{chapter}",
+        computed = arrays() if callable(arrays) else arrays
+        if not isinstance(computed, dict):
+            raise TypeError(f"arrays() must return a dict of named arrays, got "
+                            f"{type(computed).__name__}")
+        save_result(name, computed, seed=seed, command=f"./book paper-scale chapters/{chapter}",
                     meta=meta)
     return load_result(name) if has_result(name) else None

@@ -230,42 +230,16 @@ def _he_chain(widths: list[int], kappa: float, biases: list) -> Serial:
                         for n, b in zip(widths, biases, strict=True)))
 
 
-def gaussian_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch.Generator,
-                          kappa: float = 1.0, m0: float = 1.0) -> torch.Tensor:
-    """Exact sampler of (M_0, ..., M_d) for Gaussian weights of variance 2 kappa/n_{j-1}, no bias.
-
-    Given act^(j-1) the pre-activations are i.i.d. N(0, 2 kappa M_{j-1}), so
-    ``M_j = M_{j-1} (2 kappa / n_j) chi^2_{K_j}``, K_j ~ Binomial(n_j, 1/2): the norm chain of
-    :func:`eit.exact.engine.trace`, O(1) per layer. ``widths = [n_1, ..., n_d]``. Returns
-    shape (d+1, n_nets).
-
-    Examples
-    --------
-    >>> from eit.core.seeds import generator
-    >>> gaussian_length_chain([5, 5], n_nets=3, gen=generator(0)).shape
-    torch.Size([3, 3])
-    """
-    widths = v.widths("widths", widths)
-    kappa, m0 = v.positive_float("kappa", kappa), v.positive_float("m0", m0)
-    return _length_chain(widths, [None] * len(widths), kappa, m0, n_nets, gen)
-
-
-def _length_chain(widths, biases, kappa, m0, n_nets, gen) -> torch.Tensor:
-    # n_0 = 1 and x = sqrt(m0): M_0 = m0 and the first layer's variance is 2 kappa / 1
-    x = torch.full((1, 1), math.sqrt(m0), dtype=DTYPE, device=device())
-    net = _he_chain(widths, kappa, biases)
-    return exact_trace(net, x, n_nets=n_nets, gen=gen, method="norm").mean_square[..., 0]
-
-
 def gaussian_bias_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch.Generator,
                                nu2=0.0, kappa: float = 1.0, m0: float = 1.0) -> torch.Tensor:
     """Exact sampler of (M_0, ..., M_d) with Gaussian weights *and* Gaussian biases, any width.
 
-    Weights of layer j are N(0, 2 kappa / n_{j-1}), biases N(0, nu2_j). Given act^(j-1) the
-    pre-activations are i.i.d. N(0, s^2) with ``s^2 = 2 kappa M_{j-1} + nu2_j``, so
-    ``M_j = s^2 chi^2_{K_j} / n_j`` with K_j ~ Binomial(n_j, 1/2) (the norm chain with
-    biases): two draws per layer and net, whatever the width. ``widths = [n_1, ..., n_d]``;
-    ``nu2`` is a scalar or one value >= 0 per layer. Returns shape (d+1, n_nets).
+    Weights of layer j are N(0, 2 kappa / n_{j-1}), biases N(0, nu2_j) (``nu2=0``: no bias).
+    Given act^(j-1) the pre-activations are i.i.d. N(0, s^2) with
+    ``s^2 = 2 kappa M_{j-1} + nu2_j``, so ``M_j = s^2 chi^2_{K_j} / n_j`` with
+    K_j ~ Binomial(n_j, 1/2) (the norm chain with biases): two draws per layer and net,
+    whatever the width. ``widths = [n_1, ..., n_d]``; ``nu2`` is a scalar or one value >= 0
+    per layer. Returns shape (d+1, n_nets).
 
     References
     ----------
@@ -283,7 +257,10 @@ def gaussian_bias_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch
     biases = _bias_layers(nu2, len(widths))
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
-    return _length_chain(widths, biases, kappa, m0, n_nets, gen)
+    # n_0 = 1 and x = sqrt(m0): M_0 = m0 and the first layer's variance is 2 kappa / 1
+    x = torch.full((1, 1), math.sqrt(m0), dtype=DTYPE, device=device())
+    net = _he_chain(widths, kappa, biases)
+    return exact_trace(net, x, n_nets=n_nets, gen=gen, method="norm").mean_square[..., 0]
 
 
 def relu_residual_chain(x: torch.Tensor, etas: Sequence[float], *, n_nets: int,
@@ -458,5 +435,5 @@ def expect_independent(expr, moments: dict):
 
 __all__ = ["KERAS_TRUNCATION_STD", "Moments", "cross_moment", "empirical_variance",
            "expect_independent", "expected_empirical_variance", "gaussian_bias",
-           "gaussian_bias_length_chain", "gaussian_length_chain", "moment_recursion", "moments_of",
+           "gaussian_bias_length_chain", "moment_recursion", "moments_of",
            "named_initializers", "relu_mlp_lengths", "relu_residual_chain"]

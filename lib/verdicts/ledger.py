@@ -1,17 +1,11 @@
 """The claims ledger: every verdict recorded by the executed chapters.
 
 Verdicts are read from the committed, executed notebooks (output metadata under
-:data:`eit.verdicts.records.MIME_VERDICT`), never typed by hand. Records of both schemas are
-returned in one shape, schema 2 (:meth:`eit.verdicts.records.Verdict.record`):
-
-* schema 2 (``"schema": 2``): taken as it is;
-* schema 1 (no ``schema`` key; written by :mod:`eit.verdicts.legacy_checks`): ``verdict``
-  becomes ``outcome``, the scope is ``paper``, the kind ``test``, the test text moves to
-  ``test["text"]`` and ``id`` is the anchor that schema 2 computes from paper, claim and
-  statement.
-
-Each record also says where it comes from: ``chapter`` (the docname), ``chapter_title``,
-``part`` (the folder under ``chapters/``) and ``source_schema``.
+:data:`eit.verdicts.records.MIME_VERDICT`), never typed by hand, in the shape of
+:meth:`eit.verdicts.records.Verdict.record` (``"schema": 2``; the first schema, without
+scope or kind, was retired when every chapter moved to the verdict protocol, and a record
+of it is refused). Each record also says where it comes from: ``chapter`` (the docname),
+``chapter_title`` and ``part`` (the folder under ``chapters/``).
 ``python -m eit.verdicts.ledger out.json`` exports them, with the chapters' status.
 Chapter status (execution time, device, library versions) is read from the notebook metadata
 written by ``tools/execute.py``.
@@ -25,16 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..core.paths import book_root
-from .records import (
-    CONSISTENCY,
-    KINDS,
-    MIME_VERDICT,
-    OUTCOMES,
-    PAPER,
-    SCOPES,
-    TEST,
-    _anchor,
-)
+from .records import CONSISTENCY, KINDS, MIME_VERDICT, OUTCOMES, SCOPES
 
 __all__ = ["chapter_notebooks", "normalize", "verdicts", "status", "summary", "export", "main"]
 
@@ -60,49 +45,35 @@ def _title(nb: dict) -> str:
 
 
 def normalize(record: dict) -> dict:
-    """One verdict record of either schema as a schema-2 dict (see the module docstring).
+    """One verdict record with every field of :data:`FIELDS`, in order.
 
     Raises
     ------
     ValueError
-        If the record names an unknown schema, outcome, scope or kind, or lacks a field.
+        If the record is not of schema 2, names an unknown outcome, scope or kind, or lacks a
+        field.
     """
-    schema = record.get("schema", 1)
-    if schema == 1:
-        missing = {"paper", "claim", "statement", "verdict"} - set(record)
-        if missing:
-            raise ValueError(f"schema-1 record without {sorted(missing)}: {record!r}")
-        test = record.get("test", "")
-        out = {"schema": 2,
-               "id": _anchor(record["paper"], record["claim"], record["statement"]),
-               "paper": record["paper"], "claim": record["claim"],
-               "statement": record["statement"], "outcome": record["verdict"],
-               "scope": PAPER, "kind": TEST, "theory": record.get("theory", ""),
-               "measured": record.get("measured", ""), "evidence": "",
-               "correction": record.get("correction", ""), "criterion": {},
-               "test": test if isinstance(test, dict) else {"text": str(test)}, "values": []}
-    elif schema == 2:
-        missing = {"id", "paper", "claim", "statement", "outcome", "scope", "kind"} - set(record)
-        if missing:
-            raise ValueError(f"schema-2 record without {sorted(missing)}: {record!r}")
-        out = {"schema": 2, "evidence": "", "correction": "", "criterion": {}, "test": {},
-               "values": [], "theory": "", "measured": ""}
-        out.update({k: record[k] for k in FIELDS if k in record})
-    else:
-        raise ValueError(f"unknown verdict record schema {schema!r}")
+    schema = record.get("schema")
+    if schema != 2:
+        raise ValueError(f"verdict records must be of schema 2, got schema {schema!r}: "
+                         "re-execute the chapter")
+    missing = {"id", "paper", "claim", "statement", "outcome", "scope", "kind"} - set(record)
+    if missing:
+        raise ValueError(f"schema-2 record without {sorted(missing)}: {record!r}")
+    out = {"schema": 2, "evidence": "", "correction": "", "criterion": {}, "test": {},
+           "values": [], "theory": "", "measured": ""}
+    out.update({k: record[k] for k in FIELDS if k in record})
     for name, allowed in (("outcome", OUTCOMES), ("scope", SCOPES), ("kind", KINDS)):
         if out[name] not in allowed:
             raise ValueError(f"{name} must be one of {allowed}, got {out[name]!r}")
-    out = {k: out[k] for k in FIELDS}
-    out["source_schema"] = schema
-    return out
+    return {k: out[k] for k in FIELDS}
 
 
 def verdicts(root: Path | None = None) -> list[dict]:
     """All verdict records, normalized to schema 2, with where each comes from.
 
-    Added keys: ``chapter`` (docname), ``chapter_title``, ``part`` (the chapter's folder),
-    ``source_schema`` (1 or 2).
+    Added keys: ``chapter`` (docname), ``chapter_title`` and ``part`` (the chapter's
+    folder).
     """
     root = book_root() if root is None else root
     records = []
