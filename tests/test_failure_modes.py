@@ -1,5 +1,6 @@
 """Tests for eit.exact.moments (Hanin & Rolnick 2018, FM1 and FM2)."""
 
+import math
 from fractions import Fraction
 
 import pytest
@@ -178,6 +179,27 @@ def test_gaussian_bias_chain_bad_args():
         fm.gaussian_bias_length_chain([3], n_nets=0, gen=generator(0))
     with pytest.raises(TypeError, match="gen"):
         fm.gaussian_bias_length_chain([3], n_nets=2, gen=0)
+    for keep in ([3], [], [1.0], [True]):
+        with pytest.raises(ValueError, match="keep"):
+            fm.gaussian_bias_length_chain([3, 3], n_nets=2, gen=generator(0), keep=keep)
+
+
+def test_gaussian_bias_chain_keeps_depths_and_groups_networks(monkeypatch):
+    """keep selects rows in order; many networks are drawn in groups of the same law."""
+    widths, nu2 = [3, 5, 2, 8], 0.3
+    whole = fm.gaussian_bias_length_chain(widths, n_nets=7, gen=generator(2), nu2=nu2)
+    kept = fm.gaussian_bias_length_chain(widths, n_nets=7, gen=generator(2), nu2=nu2,
+                                         keep=[4, 0, 2])
+    assert torch.equal(kept, whole[[4, 0, 2]]) and bool((kept[1] == 1.0).all())
+    monkeypatch.setattr(fm, "CHAIN_CHUNK_BYTES", 8 * 5 * 1000)   # groups of 1,000 nets
+    n = 200_000
+    m = fm.gaussian_bias_length_chain(widths, n_nets=n, gen=generator(1), nu2=nu2)
+    assert m.shape == (5, n)
+    mom = fm.moment_recursion([1] + widths, 1, 1, nu2=nu2, nu4=3 * nu2**2)
+    for j in range(1, len(widths) + 1):
+        for k, exact in ((1, float(mom.mean[j])), (2, float(mom.second[j]))):
+            x = m[j] ** k   # 5 standard errors on 8 comparisons: family-wise < 5e-6
+            assert abs(x.mean().item() - exact) < 5 * x.std().item() / math.sqrt(n)
 
 
 def test_relu_residual_chain_matches_explicit_modules():

@@ -230,16 +230,44 @@ def _he_chain(widths: list[int], kappa: float, biases: list) -> Serial:
                         for n, b in zip(widths, biases, strict=True)))
 
 
+#: Bytes of log-lengths one call of the exact engine may hold in
+#: :func:`gaussian_bias_length_chain`; more networks are drawn in consecutive groups.
+CHAIN_CHUNK_BYTES = 2**26
+
+
 def gaussian_bias_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch.Generator,
-                               nu2=0.0, kappa: float = 1.0, m0: float = 1.0) -> torch.Tensor:
+                               nu2=0.0, kappa: float = 1.0, m0: float = 1.0,
+                               keep: Sequence[int] | None = None) -> torch.Tensor:
     """Exact sampler of (M_0, ..., M_d) with Gaussian weights *and* Gaussian biases, any width.
 
     Weights of layer j are N(0, 2 kappa / n_{j-1}), biases N(0, nu2_j) (``nu2=0``: no bias).
     Given act^(j-1) the pre-activations are i.i.d. N(0, s^2) with
     ``s^2 = 2 kappa M_{j-1} + nu2_j``, so ``M_j = s^2 chi^2_{K_j} / n_j`` with
-    K_j ~ Binomial(n_j, 1/2) (the norm chain with biases): two draws per layer and net,
-    whatever the width. ``widths = [n_1, ..., n_d]``; ``nu2`` is a scalar or one value >= 0
-    per layer. Returns shape (d+1, n_nets).
+    K_j ~ Binomial(n_j, 1/2): the norm chain of the exact engine
+    (:func:`eit.exact.engine.trace`, ``method="norm"``), two draws per layer and net whatever
+    the width, so a width of 10^7 costs what a width of 10 does.
+
+    Parameters
+    ----------
+    widths : sequence of int
+        ``[n_1, ..., n_d]``.
+    n_nets : int
+        The number of independent networks. Networks whose depths would hold more than
+        :data:`CHAIN_CHUNK_BYTES` are drawn in consecutive groups (the same law; a depth of
+        1,000 over 60,000 networks stays within memory).
+    gen : torch.Generator
+        The random generator.
+    nu2 : float or sequence of float
+        The bias variance, one value or one per layer (>= 0).
+    kappa, m0 : float
+        The weight variance factor and ``M_0``.
+    keep : sequence of int, optional
+        The depths to return, in this order (default: every depth 0..d).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(d+1, n_nets)``, or ``(len(keep), n_nets)``: row i is ``M_{keep[i]}``.
 
     References
     ----------
@@ -250,17 +278,28 @@ def gaussian_bias_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch
     >>> from eit.core.seeds import generator
     >>> gaussian_bias_length_chain([5, 5], n_nets=3, gen=generator(0), nu2=0.1).shape
     torch.Size([3, 3])
+    >>> gaussian_bias_length_chain([5, 5], n_nets=3, gen=generator(0), keep=[2]).shape
+    torch.Size([1, 3])
     """
     widths = v.widths("widths", widths)
-    v.positive_int("n_nets", n_nets)
+    n_nets = v.positive_int("n_nets", n_nets)
     kappa, m0 = v.positive_float("kappa", kappa), v.positive_float("m0", m0)
     biases = _bias_layers(nu2, len(widths))
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
+    d = len(widths)
+    rows = list(range(d + 1)) if keep is None else list(keep)
+    if not rows or any(not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= d
+                       for k in rows):
+        raise ValueError(f"keep must hold depths (int) in 0..{d}, got {keep!r}")
     # n_0 = 1 and x = sqrt(m0): M_0 = m0 and the first layer's variance is 2 kappa / 1
     x = torch.full((1, 1), math.sqrt(m0), dtype=DTYPE, device=device())
     net = _he_chain(widths, kappa, biases)
-    return exact_trace(net, x, n_nets=n_nets, gen=gen, method="norm").mean_square[..., 0]
+    group = max(1, CHAIN_CHUNK_BYTES // (8 * (d + 1)))
+    return torch.cat([
+        exact_trace(net, x, n_nets=min(group, n_nets - start), gen=gen,
+                    method="norm").mean_square[rows, :, 0]
+        for start in range(0, n_nets, group)], dim=1)
 
 
 def relu_residual_chain(x: torch.Tensor, etas: Sequence[float], *, n_nets: int,
@@ -435,5 +474,5 @@ def expect_independent(expr, moments: dict):
 
 __all__ = ["KERAS_TRUNCATION_STD", "Moments", "cross_moment", "empirical_variance",
            "expect_independent", "expected_empirical_variance", "gaussian_bias",
-           "gaussian_bias_length_chain", "moment_recursion", "moments_of",
+           "CHAIN_CHUNK_BYTES", "gaussian_bias_length_chain", "moment_recursion", "moments_of",
            "named_initializers", "relu_mlp_lengths", "relu_residual_chain"]
