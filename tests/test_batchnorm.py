@@ -138,8 +138,8 @@ def test_isometry_gap_matches_definition():
 
 def test_isometry_gaps_in_depth_are_non_increasing_for_orthogonal_weights():
     gaps = isometry_gaps_in_depth(_matrix(6, 4), 30, n_nets=8, gen=generator(7))
-    assert gaps.shape == (8, 31)
-    assert (gaps[:, 1:] <= gaps[:, :-1] + 1e-12).all()
+    assert gaps.shape == (31, 8)                      # (depth + 1, n_nets)
+    assert (gaps[1:] <= gaps[:-1] + 1e-12).all()
 
 
 def test_first_layer_grad_lognorm_matches_autograd():
@@ -154,7 +154,8 @@ def test_first_layer_grad_lognorm_matches_autograd():
     for w in ws[1:]:
         x = bn(w @ x)
     (g,) = torch.autograd.grad((r * x).sum(), w0)
-    assert torch.allclose(got[:, 0], torch.log(g.flatten(1).norm(dim=1)), rtol=1e-10)
+    assert got.shape == (1, 2)                        # (len(depths), n_nets)
+    assert torch.allclose(got[0], torch.log(g.flatten(1).norm(dim=1)), rtol=1e-10)
 
 
 def test_shaped_activation_is_identity_at_slope_one():
@@ -223,7 +224,8 @@ def test_shaped_network_with_identity_matches_centered_linear_network():
     assert torch.allclose(shaped, linear + math.log(0.3 * math.sqrt(4)), rtol=1e-9)
     per_layer = shaped_weight_grad_lognorms(x0, 5, n_nets=2, gen=generator(17),
                                             activation=lambda h: h, gains=[0.3] * 5)
-    assert torch.allclose(per_layer[:, 0], shaped[:, 1], rtol=1e-9)
+    assert per_layer.shape == (5, 2) and shaped.shape == (2, 2)
+    assert torch.allclose(per_layer[0], shaped[1], rtol=1e-9)
 
 
 def test_shaped_output_scale_removes_the_last_gain_exactly():
@@ -238,7 +240,9 @@ def test_shaped_output_scale_removes_the_last_gain_exactly():
     unit = shaped_first_layer_grad_lognorm(x0, [2, 5], n_nets=3, gen=generator(23),
                                            activation=ident, gains=1.0)
     assert torch.equal(first, plain)  # same draws with or without the scale
-    assert torch.allclose(scale, torch.log(torch.tensor([[0.5, 0.1]] * 3, dtype=torch.float64)))
+    assert first.shape == scale.shape == (2, 3)       # (len(depths), n_nets)
+    assert torch.allclose(scale, torch.log(torch.tensor([[0.5] * 3, [0.1] * 3],
+                                                        dtype=torch.float64)))
     assert torch.allclose(first - scale, unit, rtol=1e-9)
     _, tanh_scale = shaped_first_layer_grad_lognorm(x0, [5], n_nets=3, gen=generator(23),
                                                     activation=torch.tanh, gains=gains,
@@ -265,7 +269,7 @@ def test_shaped_nonlinearity_is_zero_for_identity_and_small_for_small_gains():
     x0 = _matrix(18, 4, 5)
     ident = shaped_nonlinearity(x0, 3, n_nets=2, gen=generator(19),
                                 activation=lambda h: h, gains=0.7)
-    assert ident.shape == (2, 3) and torch.all(ident == 0)
+    assert ident.shape == (3, 2) and torch.all(ident == 0)     # (depth, n_nets)
     small = shaped_nonlinearity(x0, 3, n_nets=2, gen=generator(19), activation=torch.tanh,
                                 gains=1e-3)
     # tanh(u) - u = -u^3/3 + ...: the relative deviation is of order gain^2
@@ -313,12 +317,13 @@ def test_logit_loss_gradient_bad_arguments_name_the_argument():
 
 def test_weight_grad_lognorms_first_layer_matches_first_layer_function():
     x0 = _matrix(40, 5)
-    every = weight_grad_lognorms(x0, [1, 3, 6], n_nets=3, gen=generator(41))
-    first = first_layer_grad_lognorm(x0, [1, 3, 6], n_nets=3, gen=generator(41))
-    assert every.shape == (3, 3, 6)
-    assert torch.allclose(every[:, :, 0], first, atol=1e-12)
-    assert torch.isnan(every[:, 0, 1:]).all() and torch.isnan(every[:, 1, 3:]).all()
-    assert torch.isfinite(every[:, 2]).all()
+    every = weight_grad_lognorms(x0, [1, 3, 6], n_nets=2, gen=generator(41))
+    first = first_layer_grad_lognorm(x0, [1, 3, 6], n_nets=2, gen=generator(41))
+    assert every.shape == (3, 6, 2)                   # (len(depths), max(depths), n_nets)
+    assert torch.allclose(every[:, 0], first, atol=1e-12)
+    assert torch.isnan(every[0, 1:]).all() and torch.isnan(every[1, 3:]).all()
+    assert torch.isfinite(every[2]).all()
+    assert torch.isfinite(every[0, 0]).all() and torch.isfinite(every[1, :3]).all()
 
 
 @pytest.mark.parametrize("loss", ["cross_entropy", "mse"])
@@ -339,8 +344,9 @@ def test_weight_grad_lognorms_match_autograd_at_every_layer(loss):
     per = (-(y * logp).sum(-1) if loss == "cross_entropy"
            else ((y - logp.exp()) ** 2).sum(-1) / n_classes)
     grads = torch.autograd.grad(per.mean(-1).sum(), ws)
-    expected = torch.stack([torch.log(g.flatten(1).norm(dim=1)) for g in grads], dim=1)
-    assert torch.allclose(out[:, 0, :], expected, atol=1e-10)
+    expected = torch.stack([torch.log(g.flatten(1).norm(dim=1)) for g in grads])
+    assert out.shape == (1, depth, n_nets)
+    assert torch.allclose(out[0], expected, atol=1e-10)
 
 
 def test_weight_grad_lognorms_bad_arguments_name_the_argument():

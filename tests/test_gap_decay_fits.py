@@ -48,12 +48,14 @@ def test_mean_ratio_after_and_monotonicity_are_the_chapters():
     g = bnm.isometry_gaps_in_depth(torch.randn(4, 4, dtype=torch.float64,
                                                generator=torch.Generator().manual_seed(0)),
                                    80, n_nets=6, gen=generator(1))
-    entry = (g < 1e-3).double().argmax(dim=1)
-    window = (entry.view(-1, 1) + torch.arange(5)).clamp_max(g.shape[1] - 2)
-    old = (g[:, 1:] / g[:, :-1]).gather(1, window).mean(dim=1)
+    assert g.shape == (81, 6)                         # (depth + 1, n_nets)
+    gt = g.T                                          # the chapter's former (n_nets, depth + 1)
+    entry = (gt < 1e-3).double().argmax(dim=1)
+    window = (entry.view(-1, 1) + torch.arange(5)).clamp_max(gt.shape[1] - 2)
+    old = (gt[:, 1:] / gt[:, :-1]).gather(1, window).mean(dim=1)
     assert torch.equal(gd.mean_ratio_after(g, 1e-3, 5), old)
     mono = gd.non_increasing_steps([g])
-    assert mono.successes == mono.trials == g[:, 1:].numel()
+    assert mono.successes == mono.trials == g[1:].numel()
     with pytest.raises(ValueError, match="too short"):
         gd.mean_ratio_after(g, 1e-300, 5)
     with pytest.raises(ValueError, match="gaps"):
@@ -153,6 +155,13 @@ def test_plot_scaffolding():
     x, m = mean_band_above(ax, torch.tensor([[1.0, 1e-20], [2.0, 1e-20]]), floor=1e-13,
                            label=None)
     assert x.tolist() == [0] and m.shape == (2,)
+    x1, m1 = mean_band_above(ax, torch.tensor([[1.0, 2.0], [1e-20, 1e-20]]), floor=1e-13,
+                             label=None, dim=1)        # (points, runs)
+    assert x1.tolist() == [0] and torch.equal(m1, m)
     with pytest.raises(ValueError, match="samples"):
         mean_band_above(ax, torch.ones(1, 3), floor=1e-13, label=None)
+    with pytest.raises(ValueError, match="samples"):
+        mean_band_above(ax, torch.ones(3, 1), floor=1e-13, label=None, dim=1)
+    with pytest.raises(ValueError, match="dim"):
+        mean_band_above(ax, torch.ones(3, 3), floor=1e-13, label=None, dim=2)
     plt.close(fig)

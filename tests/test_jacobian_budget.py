@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import matplotlib
+import numpy as np
 import pytest
 import torch
 
@@ -27,7 +28,7 @@ def _chapter_loop(x0, depths, n_nets, gen):
     chain = bc.run_chain(x0, max(depths) + 1 + extra, n_nets=n_nets, gen=gen)
     S = bc.hitting_time(chain.gaps, thr)
     d6 = bc.tail_sums(torch.sqrt(n * chain.gaps.clamp_min(0)), S, depths)
-    d3 = torch.stack([chain.jac[:, 1:L + 1].sum(dim=1) for L in depths], dim=1)
+    d3 = torch.stack([chain.jac[1:L + 1].sum(dim=0) for L in depths])
     return phi0, S.double(), d6, d3
 
 
@@ -47,7 +48,8 @@ def test_near_input_starts_below_threshold_and_sums_are_monotone():
     near = bc.with_isometry_gap(d, [bb.threshold(d) / 2])[0]
     b = jb.measure(near, DEPTHS, n_nets=5, gen=generator(0))
     assert bool((b.S == 0).all())
-    assert bool((b.d6.diff(dim=1) >= 0).all())  # sums of non-negative terms grow with L
+    assert b.d6.shape == b.d3.shape == (len(DEPTHS), 5)   # (len(depths), n_nets)
+    assert bool((b.d6.diff(dim=0) >= 0).all())  # sums of non-negative terms grow with L
 
 
 def test_arrays_round_trip_and_depth_selection():
@@ -55,10 +57,14 @@ def test_arrays_round_trip_and_depth_selection():
     runs = {(2, "far"): b, (4, "far"): b}
     arrays = jb.to_arrays(runs, [2])
     assert sorted(arrays) == ["d2_far_S", "d2_far_d3", "d2_far_d6", "d2_far_phi0"]
+    # the stored layout of the files in data/ is (n_nets, len(depths))
+    assert np.array_equal(arrays["d2_far_d6"], b.d6.T.numpy())
+    assert np.array_equal(arrays["d2_far_d3"], b.d3.T.numpy())
+    assert arrays["d2_far_d6"].flags["C_CONTIGUOUS"] and arrays["d2_far_phi0"].shape == ()
     back = jb.from_arrays(arrays, {"meta": {"dims": [2], "depths": DEPTHS}}, [1, 4])
     got = back[2, "far"]
     assert got.phi0 == b.phi0 and torch.equal(got.S, b.S)
-    assert torch.equal(got.d6, b.d6[:, [0, 2]]) and torch.equal(got.d3, b.d3[:, [0, 2]])
+    assert torch.equal(got.d6, b.d6[[0, 2]]) and torch.equal(got.d3, b.d3[[0, 2]])
     with pytest.raises(ValueError, match="depths"):
         jb.from_arrays(arrays, {"meta": {"dims": [2], "depths": DEPTHS}}, [8])
 
@@ -67,8 +73,8 @@ def test_over_bounds_divides_by_the_bounds():
     b = jb.measure(bc.with_isometry_gap(2, [1.0])[0], DEPTHS, n_nets=4, gen=generator(2))
     d6, d3 = jb.over_bounds(b, 2, DEPTHS)
     for j, L in enumerate(DEPTHS):
-        assert d6[j].value == pytest.approx(float(b.d6[:, j].mean()) / bb.lemma_d6(2, b.phi0, L))
-        assert d3[j].value == pytest.approx(float(b.d3[:, j].mean()) / bb.lemma_d3(2, b.phi0, L))
+        assert d6[j].value == pytest.approx(float(b.d6[j].mean()) / bb.lemma_d6(2, b.phi0, L))
+        assert d3[j].value == pytest.approx(float(b.d3[j].mean()) / bb.lemma_d3(2, b.phi0, L))
 
 
 def test_lemma_d12_gap_is_rounding():
@@ -83,7 +89,7 @@ def test_bad_input_names_the_argument():
         jb.measure(bc.with_isometry_gap(2, [1.0])[0], [], n_nets=2, gen=generator(0))
     with pytest.raises(TypeError, match="budget"):
         jb.over_bounds((1.0, None, None, None), 2, DEPTHS)
-    b = jb.Budget(1.0, torch.zeros(2), torch.ones(2, 1), torch.ones(2, 1))
+    b = jb.Budget(1.0, torch.zeros(2), torch.ones(1, 2), torch.ones(1, 2))
     with pytest.raises(ValueError, match="depths"):
         jb.over_bounds(b, 2, DEPTHS)
     with pytest.raises(ValueError, match="d"):

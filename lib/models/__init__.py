@@ -38,6 +38,7 @@ from .batchnorm import (
     shaped_nonlinearity,
     shaped_weight_grad_lognorms,
     spectral_inputs,
+    unit_readout,
     weight_grad_lognorms,
 )
 from .conv_resnet import (
@@ -81,7 +82,8 @@ __all__ = ["ConvResNet", "WNLayer", "WNMLP", "WNResNet", "architecture_size", "b
            "k_printed", "layer_sq_ratio", "linear_resnet", "log_grad_ratio", "logit_loss_gradient",
            "one_stage_net", "prop3_sq_norm", "row_norm_factor", "shaped_first_layer_grad_lognorm",
            "shaped_leaky_relu", "shaped_net", "shaped_nonlinearity", "shaped_weight_grad_lognorms",
-           "spectral_inputs", "sphere_area", "standardize", "wallis", "weight_normalized",
+           "spectral_inputs", "sphere_area", "standardize", "unit_readout", "wallis",
+           "weight_normalized",
            "weightnorm", "wn_block", "wn_init", "wn_mlp_model", "wn_network", "wn_relu_mlp",
            "wn_resnet", "wn_resnet_model", "weight_grad_lognorms", "wn_resnet_net", "wn_stage_net",
            "wn_stage_resnet"]

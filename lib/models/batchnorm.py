@@ -13,9 +13,10 @@ eigenvalues; it is +inf when the samples are linearly dependent.
 The networks are layer descriptions (:func:`bn_net`, :func:`shaped_net`: ``Dense -> [act] ->
 BatchNorm`` elements of :mod:`eit.sample.layers`) run by the explicit engine
 (:mod:`eit.sample.engine`), whose state of a network is ``X^T`` (samples x features). The
-functions here keep the paper's matrices ``(d, n)`` at their interface and return arrays
-``(n_nets, depth...)`` per network, as the chapters use them; the engine's own traces are
-``(layer, net, ...)``.
+functions here keep the paper's matrices ``(d, n)`` (a batch per network ``(n_nets, d, n)``)
+at their inputs and return per-network tables in the axis order of the engine's traces
+(:class:`~eit.sample.traces.Trace`): the depth-like axes first, then the networks, e.g.
+``(depth + 1, n_nets)`` or ``(len(depths), n_nets)``.
 """
 
 from __future__ import annotations
@@ -189,8 +190,21 @@ def _inputs(x0, n_nets: int) -> torch.Tensor:
     return v.per_network("x0", x0, n_nets).to(device=device(), dtype=DTYPE)
 
 
-def _readout(n_nets: int, d: int, n: int, gen: torch.Generator) -> torch.Tensor:
-    """R with ||R||_F = 1 per network, in the engine's layout (n_nets, n, d)."""
+def unit_readout(n_nets: int, d: int, n: int, gen: torch.Generator) -> torch.Tensor:
+    """The read-out R of the linear loss ``L = <R, X_L>_F``: Gaussian, ``||R||_F = 1`` per
+    network, in the engine's layout ``(n_nets, n, d)`` (a cotangent for ``Pass.backward``).
+
+    References
+    ----------
+    Meterez et al. (2024), Theorem 5 (a 1-Lipschitz loss of the last layer).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> r = unit_readout(2, 3, 4, generator(0))
+    >>> tuple(r.shape), [round(float(x), 12) for x in r.flatten(1).norm(dim=1)]
+    ((2, 4, 3), [1.0, 1.0])
+    """
     r = standard_normal(n_nets, d, n, gen=gen)
     r = r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
     return r.transpose(-2, -1)
@@ -223,7 +237,7 @@ def isometry_gaps_in_depth(x0: torch.Tensor, depth: int, *, n_nets: int, gen: to
     Returns
     -------
     torch.Tensor
-        ``(n_nets, depth + 1)``.
+        ``(depth + 1, n_nets)``: row l is ``phi(X_l)`` of every network.
 
     References
     ----------
@@ -234,16 +248,15 @@ def isometry_gaps_in_depth(x0: torch.Tensor, depth: int, *, n_nets: int, gen: to
     >>> from eit.core.seeds import generator
     >>> gaps = isometry_gaps_in_depth(torch.randn(4, 4, dtype=torch.float64), 5, n_nets=2,
     ...                               gen=generator(0))
-    >>> tuple(gaps.shape), bool((gaps[:, 1:] <= gaps[:, :-1] + 1e-12).all())
-    ((2, 6), True)
+    >>> tuple(gaps.shape), bool((gaps[1:] <= gaps[:-1] + 1e-12).all())
+    ((6, 2), True)
     """
     depth = v.positive_int("depth", depth)
     n_nets = v.positive_int("n_nets", n_nets)
     x = _inputs(x0, n_nets)
     net = bn_net(x.shape[1], depth, weights=weights, activation=activation, centered=centered)
     t = trace(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, record={"isometry_gap"})
-    gaps = torch.cat([isometry_gap(x).unsqueeze(0), t.stats["isometry_gap"]])
-    return gaps.T.contiguous()
+    return torch.cat([isometry_gap(x).unsqueeze(0), t.stats["isometry_gap"]])
 
 
 def _backward_at(p: Pass, cotangent, depth: int, stat: str = "log_grad_w_batch"):
@@ -264,7 +277,7 @@ def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets:
     Returns
     -------
     torch.Tensor
-        ``(n_nets, len(depths))``.
+        ``(len(depths), n_nets)``: row j is depth ``depths[j]``.
 
     References
     ----------
@@ -273,9 +286,9 @@ def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets:
     Examples
     --------
     >>> from eit.core.seeds import generator
-    >>> first_layer_grad_lognorm(torch.randn(4, 4, dtype=torch.float64), [1, 3], n_nets=2,
+    >>> first_layer_grad_lognorm(torch.randn(4, 4, dtype=torch.float64), [1, 3], n_nets=5,
     ...                          gen=generator(0)).shape
-    torch.Size([2, 2])
+    torch.Size([2, 5])
     """
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
@@ -284,8 +297,8 @@ def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets:
     net = bn_net(d, max(ds), weights=weights, activation=activation, centered=centered)
     p = forward(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, backward=True, tops=ds,
                 record={"log_grad_w_batch"})
-    r = _readout(n_nets, d, n, gen)
-    return torch.stack([_backward_at(p, r, depth)[0] for depth in ds], dim=1)
+    r = unit_readout(n_nets, d, n, gen)
+    return torch.stack([_backward_at(p, r, depth)[0] for depth in ds])
 
 
 Loss = Literal["linear", "cross_entropy", "mse"]
@@ -351,7 +364,7 @@ def weight_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int
     network per ``n_nets``, as in :func:`first_layer_grad_lognorm`).
 
     Losses: ``"linear"``, L = <R, X_L>_F with ||R||_F = 1 (the same draws as
-    :func:`first_layer_grad_lognorm`, whose result is ``out[:, :, 0]``); ``"cross_entropy"`` and
+    :func:`first_layer_grad_lognorm`, whose result is ``out[:, 0]``); ``"cross_entropy"`` and
     ``"mse"`` (see :func:`logit_loss_gradient`), averaged over the n samples, on the logits
     Z = W_out X_L with a Haar head W_out (n_classes x d, orthonormal rows; the paper's H^L) and
     integer ``labels`` (n,).
@@ -359,7 +372,8 @@ def weight_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int
     Returns
     -------
     torch.Tensor
-        ``(n_nets, len(depths), max(depths))``; entries with l >= L are NaN (no such layer).
+        ``(len(depths), max(depths), n_nets)``: ``out[j, l]`` is layer l of the network
+        truncated at depth ``depths[j]``; entries with l >= L are NaN (no such layer).
 
     References
     ----------
@@ -368,9 +382,9 @@ def weight_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int
     Examples
     --------
     >>> from eit.core.seeds import generator
-    >>> weight_grad_lognorms(torch.randn(4, 4, dtype=torch.float64), [2, 3], n_nets=2,
+    >>> weight_grad_lognorms(torch.randn(4, 4, dtype=torch.float64), [2, 3], n_nets=5,
     ...                      gen=generator(0)).shape
-    torch.Size([2, 2, 3])
+    torch.Size([2, 3, 5])
     """
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
@@ -388,7 +402,7 @@ def weight_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int
     p = forward(bn_net(d, top, weights=weights), x.transpose(-2, -1), n_nets=n_nets, gen=gen,
                 backward=True, tops=ds, record={"log_grad_w_batch"})
     if loss == "linear":
-        cotangent = _readout(n_nets, d, n, gen)
+        cotangent = unit_readout(n_nets, d, n, gen)
     else:
         head = haar_orthogonal(n_nets, n_classes, d, gen=gen)           # (n_nets, C, d)
         target = onehot.T.expand(n_nets, n, -1)
@@ -397,9 +411,9 @@ def weight_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int
             z = h @ head.transpose(-2, -1)                              # (n_nets, n, C)
             return logit_loss_gradient(z, target, loss) @ head / n
 
-    out = torch.full((n_nets, len(ds), top), math.nan, dtype=DTYPE, device=x.device)
-    for col, depth in enumerate(ds):
-        out[:, col, :depth] = _backward_at(p, cotangent, depth).T
+    out = torch.full((len(ds), top, n_nets), math.nan, dtype=DTYPE, device=x.device)
+    for row, depth in enumerate(ds):
+        out[row, :depth] = _backward_at(p, cotangent, depth)
     return out
 
 
@@ -450,7 +464,7 @@ def _shaped_pass(x0, depth: int, n_nets: int, gen: torch.Generator, weights: str
     net = shaped_net(x.shape[1], gains, activation, weights=weights)
     p = forward(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, backward=True, tops=tops,
                 record={"log_grad_w_batch"})
-    return p, _readout(n_nets, x.shape[1], x.shape[2], gen)
+    return p, unit_readout(n_nets, x.shape[1], x.shape[2], gen)
 
 
 def shaped_weight_grad_lognorms(x0: torch.Tensor, depth: int, *, n_nets: int,
@@ -464,7 +478,7 @@ def shaped_weight_grad_lognorms(x0: torch.Tensor, depth: int, *, n_nets: int,
     Returns
     -------
     torch.Tensor
-        ``(n_nets, depth)``.
+        ``(depth, n_nets)``: row l is layer l.
 
     References
     ----------
@@ -475,7 +489,7 @@ def shaped_weight_grad_lognorms(x0: torch.Tensor, depth: int, *, n_nets: int,
     >>> from eit.core.seeds import generator
     >>> shaped_weight_grad_lognorms(torch.randn(4, 5, dtype=torch.float64), 3, n_nets=2,
     ...                             gen=generator(0), activation=torch.tanh, gains=0.5).shape
-    torch.Size([2, 3])
+    torch.Size([3, 2])
     """
     depth = v.positive_int("depth", depth)
     n_nets = v.positive_int("n_nets", n_nets)
@@ -483,7 +497,7 @@ def shaped_weight_grad_lognorms(x0: torch.Tensor, depth: int, *, n_nets: int,
         raise TypeError("activation must be callable")
     gs = _gains("gains", gains, depth)
     p, r = _shaped_pass(x0, depth, n_nets, gen, weights, activation, gs, [depth])
-    return _backward_at(p, r, depth).T.contiguous()
+    return _backward_at(p, r, depth)
 
 
 def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
@@ -492,14 +506,20 @@ def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, 
                                     with_output_scale: bool = False):
     """log ||dL/dW_0||_F of the shaped network of eq. (11) truncated at each depth L in
     ``depths`` (the first L layers of one deep network; loss as in
-    :func:`shaped_weight_grad_lognorms`). Returns (n_nets, len(depths)).
+    :func:`shaped_weight_grad_lognorms`).
 
-    With ``with_output_scale=True`` returns a pair ``(first, scale)``: ``scale[:, j]`` is
+    With ``with_output_scale=True`` returns a pair ``(first, scale)``: ``scale[j]`` is
     log ||dL/dZ||_F at depth L = depths[j], where Z = BN(W_{L-1} X_{L-1}) is the last layer's
     (unit-scale) BN output, so that X_L = act(alpha_{L-1} Z). Since BN is invariant to the scale
     of its input, every inner gain cancels in dL/dW_0 and ``first - scale`` is free of the
     output's scale; for the identity activation ``scale`` is log alpha_{L-1} exactly. The random
     draws are the same with or without it.
+
+    Returns
+    -------
+    torch.Tensor or (torch.Tensor, torch.Tensor)
+        ``first``, and with ``with_output_scale`` also ``scale``, each ``(len(depths), n_nets)``:
+        row j is depth ``depths[j]``.
 
     References
     ----------
@@ -509,10 +529,11 @@ def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, 
     --------
     >>> from eit.core.seeds import generator
     >>> first, scale = shaped_first_layer_grad_lognorm(
-    ...     torch.randn(4, 5, dtype=torch.float64), [1, 2], n_nets=2, gen=generator(0),
+    ...     torch.randn(4, 5, dtype=torch.float64), [1, 2], n_nets=3, gen=generator(0),
     ...     activation=lambda h: h, gains=0.5, with_output_scale=True)
-    >>> bool(torch.allclose(scale, torch.full((2, 2), math.log(0.5), dtype=torch.float64)))
-    True
+    >>> tuple(first.shape), bool(torch.allclose(scale, torch.full((2, 3), math.log(0.5),
+    ...                                                           dtype=torch.float64)))
+    ((2, 3), True)
     """
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
@@ -529,8 +550,8 @@ def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, 
         first.append(t.stats["log_grad_w_batch"][0])
         pre = t.stats["log_grad_preact"][depth - 1]                     # log ||dL/du_i||
         scale.append(0.5 * torch.logsumexp(2 * pre, dim=-1) + math.log(gs[depth - 1]))
-    first = torch.stack(first, dim=1)
-    return (first, torch.stack(scale, dim=1)) if with_output_scale else first
+    first = torch.stack(first)
+    return (first, torch.stack(scale)) if with_output_scale else first
 
 
 def shaped_nonlinearity(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch.Generator,
@@ -546,7 +567,7 @@ def shaped_nonlinearity(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch
     Returns
     -------
     torch.Tensor
-        ``(n_nets, depth)``.
+        ``(depth, n_nets)``: row l is layer l.
 
     Examples
     --------
@@ -563,7 +584,7 @@ def shaped_nonlinearity(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch
     x = _inputs(x0, n_nets)
     net = shaped_net(x.shape[1], gs, activation, weights=weights)
     t = trace(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, record={"nonlinearity"})
-    return t.stats["nonlinearity"].T.contiguous()
+    return t.stats["nonlinearity"]
 
 
 def shaped_leaky_relu(slope: float) -> Activation:
@@ -586,4 +607,4 @@ __all__ = ["bn", "bn_centered", "bn_net", "bn_standard", "first_layer_grad_logno
            "gram_eigenvalues", "isometry", "isometry_gap", "isometry_gaps_in_depth",
            "logit_loss_gradient", "row_norm_factor", "shaped_first_layer_grad_lognorm",
            "shaped_leaky_relu", "shaped_net", "shaped_nonlinearity",
-           "shaped_weight_grad_lognorms", "spectral_inputs", "weight_grad_lognorms"]
+           "shaped_weight_grad_lognorms", "spectral_inputs", "unit_readout", "weight_grad_lognorms"]

@@ -4,19 +4,27 @@ The network is ``X_{l+1} = BN(H_l)``, ``H_l = W_l X_l`` (eqs. 3-4) with Haar-ort
 ``W_l`` and square batches ``X in R^{d x d}`` (n = d). Appendices C, D and I of the paper
 bound the *sum of the log-norms of the BN Jacobians* along this chain through the isometry gap
 ``phi`` (eq. 5). This module measures every quantity those proofs use, for many independent
-networks at once (leading dimension ``n_nets``):
+networks at once; its per-layer tables have the axis order of the engines' traces
+(:class:`~eit.sample.traces.Trace`), the layer first and then the networks, e.g.
+``(depth + 1, n_nets)``, while input batches stay ``(n_nets, d, d)``. The chains are layer
+descriptions (:func:`eit.models.batchnorm.bn_net`) run by the explicit engine
+(:mod:`eit.sample.engine`), whose state of a network is ``X^T`` (inputs x features):
 
 * :func:`isometry_gap_det`: ``phi`` of square batches from the determinant;
 * :func:`bn_jacobian_lognorm`: ``log ||J_BN(H)||_op = -log min_i ||H_i.||`` (Lemma D.7's
   block structure; the blocks ``J_f(x) = (I - x x^T / ||x||^2) / ||x||`` have norm
   ``1 / ||x||``);
-* :func:`run_chain`: ``phi(X_l)`` and ``log ||J_BN(H_l)||`` along the chain;
+* :func:`batch_of_state`: the batch ``X^T`` (up to a factor per network) from the engine's
+  state, for observers of scale-invariant statistics;
+* :func:`run_chain`: ``phi(X_l)`` (an observer) and ``log ||J_BN(H_l)||`` (the engine's
+  ``log_bn_jacobian``) along the chain;
 * :func:`hitting_time`: ``S = min{l : phi(X_l) <= threshold}`` (eq. 96);
 * :func:`tail_sums`: ``sum_{l=S+1}^{L} f_l`` for several ``L`` (Lemma D.6);
 * :func:`with_isometry_gap`: BN outputs with a prescribed gap (for conditional statements);
 * :func:`one_step_decrease`: ``phi(X) - phi(BN(W X))`` for many Haar ``W`` (Lemma C.2);
 * :func:`first_layer_grad_op_lognorm`: ``log ||dL/dW_0||_op`` of the linear read-out loss
-  ``L = <R, X_L>_F`` (``||R||_F = 1``), in log space (Theorem I.1).
+  ``L = <R, X_L>_F`` (``||R||_F = 1``), the engine's log-space backward pass recording
+  ``log_grad_w_batch_op`` (Theorem I.1).
 
 References
 ----------
@@ -34,11 +42,13 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
+from ..sample.engine import forward, trace
 from ..sample.laws import gaussian, haar_orthogonal
+from .batchnorm import bn_net, unit_readout
 
-__all__ = ["Chain", "hartley", "isometry_gap_det", "bn_rows", "bn_jacobian_lognorm", "run_chain",
-           "hitting_time", "square_weights", "tail_sums", "with_isometry_gap", "one_step_decrease",
-           "first_layer_grad_op_lognorm"]
+__all__ = ["Chain", "hartley", "isometry_gap_det", "bn_rows", "bn_jacobian_lognorm",
+           "batch_of_state", "run_chain", "hitting_time", "square_weights", "tail_sums",
+           "with_isometry_gap", "one_step_decrease", "first_layer_grad_op_lognorm"]
 
 
 def _square(name: str, x) -> torch.Tensor:
@@ -96,10 +106,10 @@ class Chain:
     Attributes
     ----------
     gaps : torch.Tensor
-        ``phi(X_l)`` for l = 0..depth, shape (n_nets, depth + 1).
+        ``phi(X_l)`` for l = 0..depth, shape ``(depth + 1, n_nets)``.
     jac : torch.Tensor
         ``log ||J_BN(H_l)||_op`` for l = 0..depth-1 (the Jacobian of X_{l+1} = BN(H_l)),
-        shape (n_nets, depth).
+        shape ``(depth, n_nets)``.
     """
 
     gaps: torch.Tensor
@@ -107,7 +117,7 @@ class Chain:
 
     @property
     def depth(self) -> int:
-        return self.jac.shape[1]
+        return self.jac.shape[0]
 
 
 def _inputs(x0, n_nets: int) -> torch.Tensor:
@@ -151,12 +161,62 @@ def square_weights(kind: str, n_nets: int, d: int, *, gen: torch.Generator) -> t
     raise ValueError(f"weights must be 'orthogonal' or 'gaussian', got {kind!r}")
 
 
+def batch_of_state(h: torch.Tensor, log_r: torch.Tensor) -> torch.Tensor:
+    """The batch ``X^T`` of each network from the engine's state, up to a factor per network.
+
+    The explicit engine (:mod:`eit.sample.engine`) carries the state of a network as unit
+    vectors ``h`` (n_nets, N, d), one per input (a column of the paper's ``X``), and their
+    log-norms ``log_r`` (n_nets, N). This returns ``h * exp(log_r - m)`` with ``m`` the largest
+    log-norm of the network, i.e. ``X^T / exp(m)``: every scale-invariant statistic of the
+    batch (the isometry gaps, BN) can be taken from it. A zero input (``log_r = -inf``) stays 0.
+
+    Examples
+    --------
+    >>> h = torch.eye(2, dtype=torch.float64).unsqueeze(0)
+    >>> batch_of_state(h, torch.tensor([[1.0, 0.5]], dtype=torch.float64).log())
+    tensor([[[1.0000, 0.0000],
+             [0.0000, 0.5000]]], dtype=torch.float64)
+    """
+    m = log_r.amax(dim=1, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    return h * torch.exp(log_r - m).unsqueeze(-1)
+
+
+def _gap_of_state(h: torch.Tensor, log_r: torch.Tensor) -> torch.Tensor:
+    """The engine observer of :func:`isometry_gap_det` (X^T has the determinant of X)."""
+    return isometry_gap_det(batch_of_state(h, log_r))
+
+
 def run_chain(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch.Generator,
               weights: str = "orthogonal") -> Chain:
     """phi(X_l) and log ||J_BN(H_l)|| along X_{l+1} = BN(W_l X_l) for ``n_nets`` networks.
 
-    ``x0`` is one square input batch (d, d) or one per network (n_nets, d, d); it is used as
-    given (it need not be a BN output).
+    The explicit engine on :func:`eit.models.batchnorm.bn_net` (linear activations): the gap
+    of every state in the determinant form (:func:`isometry_gap_det`, an observer) and the
+    batch norm layers' ``log_bn_jacobian``, ``-log min_i ||H_l,i.||`` at the actual scale.
+
+    Parameters
+    ----------
+    x0 : torch.Tensor
+        One square input batch (d, d) or one per network (n_nets, d, d); it is used as given
+        (it need not be a BN output).
+    depth : int
+        The number of layers.
+    n_nets : int
+        The number of networks.
+    gen : torch.Generator
+        The random generator.
+    weights : str
+        ``'orthogonal'`` (Haar, the paper's choice) or ``'gaussian'`` (N(0, 1/d) entries).
+
+    Returns
+    -------
+    Chain
+        ``gaps`` ``(depth + 1, n_nets)`` and ``jac`` ``(depth, n_nets)``.
+
+    References
+    ----------
+    Meterez et al. (2024), eqs. (3)-(5), Lemma D.7 and Appendix D.
 
     Examples
     --------
@@ -164,57 +224,64 @@ def run_chain(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch.Generator
     >>> from eit.core.device import randn
     >>> c = run_chain(randn(3, 3, gen=generator(0)), 5, n_nets=2, gen=generator(1))
     >>> tuple(c.gaps.shape), tuple(c.jac.shape)
-    ((2, 6), (2, 5))
+    ((6, 2), (5, 2))
     """
     depth = v.positive_int("depth", depth)
     n_nets = v.positive_int("n_nets", n_nets)
     x = _inputs(x0, n_nets)
-    d = x.shape[-1]
-    gaps = torch.empty(n_nets, depth + 1, dtype=DTYPE, device=x.device)
-    jac = torch.empty(n_nets, depth, dtype=DTYPE, device=x.device)
-    gaps[:, 0] = isometry_gap_det(x)
-    for ell in range(depth):
-        h = square_weights(weights, n_nets, d, gen=gen) @ x
-        x, norms = bn_rows(h)
-        jac[:, ell] = -torch.log(norms.amin(dim=-1))
-        gaps[:, ell + 1] = isometry_gap_det(x)
-    return Chain(gaps, jac)
+    net = bn_net(x.shape[-1], depth, weights=weights)
+    t = trace(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen,
+              observe={"gap": _gap_of_state}, record={"log_bn_jacobian"})
+    return Chain(t.observed["gap"], t.stats["log_bn_jacobian"])
 
 
 def hitting_time(gaps: torch.Tensor, threshold: float) -> torch.Tensor:
     """S = min{l : phi(X_l) <= threshold} per network (eq. 96), as an integer tensor.
 
-    Raises if some network never reaches the threshold within the recorded layers (the chain
-    was too short to observe S).
+    ``gaps`` is ``(depth + 1, n_nets)`` (:attr:`Chain.gaps`); returns ``(n_nets,)``. Raises if
+    some network never reaches the threshold within the recorded layers (the chain was too
+    short to observe S).
+
+    Examples
+    --------
+    >>> gaps = torch.tensor([[2.0, 2.0], [0.5, 3.0], [0.1, 0.2]], dtype=torch.float64)
+    >>> hitting_time(gaps, 1.0).tolist()
+    [1, 2]
     """
     if not isinstance(gaps, torch.Tensor) or gaps.ndim != 2:
-        raise TypeError("gaps must be a tensor (n_nets, depth + 1)")
+        raise TypeError("gaps must be a tensor (depth + 1, n_nets)")
     threshold = v.positive_float("threshold", threshold)
     below = gaps <= threshold
-    if not bool(below.any(dim=1).all()):
+    if not bool(below.any(dim=0).all()):
         raise ValueError("some networks never reach the threshold: run a deeper chain")
-    return below.to(torch.int64).argmax(dim=1)
+    return below.to(torch.int64).argmax(dim=0)
 
 
 def tail_sums(values: torch.Tensor, start: torch.Tensor, ends: Sequence[int]) -> torch.Tensor:
-    """``sum_{l=start+1}^{L} values[:, l]`` per network for each L in ``ends``.
+    """``sum_{l=start+1}^{L} values[l]`` per network for each L in ``ends``.
 
-    ``values`` has shape (n_nets, m) indexed by the layer l = 0..m-1; ``start`` is an
-    integer tensor (n_nets,) (for example :func:`hitting_time`). An empty sum is 0.
-    Returns (n_nets, len(ends)).
+    ``values`` has shape ``(m, n_nets)``, row l = 0..m-1 the layer l; ``start`` is an
+    integer tensor ``(n_nets,)`` (for example :func:`hitting_time`). An empty sum is 0.
+    Returns ``(len(ends), n_nets)``, row j the sums up to ``ends[j]``.
+
+    Examples
+    --------
+    >>> values = torch.arange(8, dtype=torch.float64).view(4, 2)
+    >>> tail_sums(values, torch.tensor([0, 2]), [1, 3]).tolist()
+    [[2.0, 0.0], [12.0, 7.0]]
     """
     if not isinstance(values, torch.Tensor) or values.ndim != 2:
-        raise TypeError("values must be a tensor (n_nets, layers)")
+        raise TypeError("values must be a tensor (layers, n_nets)")
     ends = v.widths("ends", list(ends))
-    if max(ends) >= values.shape[1]:
-        raise ValueError(f"ends must be < {values.shape[1]} (the recorded layers), got {ends}")
-    ell = torch.arange(values.shape[1], device=values.device)
-    after = ell.unsqueeze(0) > start.unsqueeze(1)
-    cols = []
+    if max(ends) >= values.shape[0]:
+        raise ValueError(f"ends must be < {values.shape[0]} (the recorded layers), got {ends}")
+    ell = torch.arange(values.shape[0], device=values.device).unsqueeze(1)
+    after = ell > start.unsqueeze(0)
+    rows = []
     for end in ends:
-        mask = after & (ell.unsqueeze(0) <= end)
-        cols.append(torch.where(mask, values, torch.zeros_like(values)).sum(dim=1))
-    return torch.stack(cols, dim=1)
+        mask = after & (ell <= end)
+        rows.append(torch.where(mask, values, torch.zeros_like(values)).sum(dim=0))
+    return torch.stack(rows)
 
 
 def _bn_of_spectrum(u: torch.Tensor, s_log: torch.Tensor, vt: torch.Tensor, t: torch.Tensor
@@ -314,38 +381,45 @@ def first_layer_grad_op_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_ne
     """log ||dL/dW_0||_op for the chain truncated at each depth L in ``depths``.
 
     The loss is the linear read-out ``L = <R, X_L>_F`` with ``R`` Gaussian normalized to
-    ``||R||_F = 1`` (1-Lipschitz), drawn once per network; depth L uses the first L layers of
-    one deep network. The backward pass renormalizes the cotangent at every layer and adds its
-    log-norm, so nothing overflows. Returns (n_nets, len(depths)).
+    ``||R||_F = 1`` (1-Lipschitz), drawn once per network after the weights; depth L uses the
+    first L layers of one deep network (Haar weights). One forward pass of the explicit engine
+    on :func:`eit.models.batchnorm.bn_net`, one log-space backward pass per depth, recording
+    the first dense layer's ``log_grad_w_batch_op`` (the spectral norm of the batch loss's
+    weight gradient): nothing overflows at any depth.
+
+    Parameters
+    ----------
+    x0 : torch.Tensor
+        One square input batch (d, d) or one per network (n_nets, d, d).
+    depths : sequence of int
+        The depths L (positive).
+    n_nets : int
+        The number of networks.
+    gen : torch.Generator
+        The random generator.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(len(depths), n_nets)``: row j is depth ``depths[j]``.
+
+    References
+    ----------
+    Meterez et al. (2024), Theorem I.1.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> x0 = with_isometry_gap(3, [0.5])[0]
+    >>> first_layer_grad_op_lognorm(x0, [1, 4], n_nets=5, gen=generator(0)).shape
+    torch.Size([2, 5])
     """
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
     x = _inputs(x0, n_nets)
     d = x.shape[-1]
-    v.memory("n_nets x max(depths) x d x d (stored layers)",
-             2 * n_nets * max(ds) * d * d * 8)
-    ws, xs, norms = [], [x], []
-    for _ in range(max(ds)):
-        w = haar_orthogonal(n_nets, d, d, gen=gen)
-        y, r = bn_rows(w @ xs[-1])
-        ws.append(w)
-        xs.append(y)
-        norms.append(r)
-    readout = torch.randn(n_nets, d, d, generator=gen, device=gen.device, dtype=DTYPE)
-    readout = readout.to(x.device)
-    readout = readout / readout.flatten(1).norm(dim=1).view(-1, 1, 1)
-    out = torch.empty(n_nets, len(ds), dtype=DTYPE, device=x.device)
-    for col, depth in enumerate(ds):
-        g, log_scale = readout, torch.zeros(n_nets, dtype=DTYPE, device=x.device)
-        for ell in range(depth - 1, -1, -1):
-            y = xs[ell + 1]
-            gh = (g - y * (g * y).sum(dim=-1, keepdim=True)) / norms[ell].unsqueeze(-1)
-            if ell == 0:
-                grad_w = gh @ xs[0].transpose(-2, -1)
-                out[:, col] = log_scale + torch.log(torch.linalg.matrix_norm(grad_w, ord=2))
-                break
-            g = ws[ell].transpose(-2, -1) @ gh
-            scale = g.flatten(1).norm(dim=1)
-            log_scale = log_scale + torch.log(scale)
-            g = g / scale.view(-1, 1, 1)
-    return out
+    p = forward(bn_net(d, max(ds)), x.transpose(-2, -1), n_nets=n_nets, gen=gen,
+                backward=True, tops=ds, record={"log_grad_w_batch_op"})
+    r = unit_readout(n_nets, d, d, gen)
+    return torch.stack([p.backward(r, top=depth).stats["log_grad_w_batch_op"][0]
+                        for depth in ds])

@@ -10,6 +10,9 @@ measure that:
   fixed number of layers after the gap first falls below a threshold;
 * :func:`non_increasing_steps`: the fraction of steps along which the gap does not increase.
 
+The gaps are tables ``(depth + 1, n_nets)`` (layer first, then the networks, the axis order
+of the engines' traces), as :func:`eit.models.batchnorm.isometry_gaps_in_depth` returns them.
+
 References
 ----------
 A. Meterez et al., "Towards training without depth limits: batch normalization without
@@ -73,7 +76,7 @@ def mean_ratio_after(gaps: torch.Tensor, threshold: float, steps: int) -> torch.
     Parameters
     ----------
     gaps : torch.Tensor
-        ``(n_nets, depth + 1)``: ``phi(X_l)``, l = 0..depth
+        ``(depth + 1, n_nets)``: ``phi(X_l)``, l = 0..depth
         (:func:`eit.models.batchnorm.isometry_gaps_in_depth`).
     threshold : float
         The gap below which the ratios are taken; every network must start above it.
@@ -93,11 +96,11 @@ def mean_ratio_after(gaps: torch.Tensor, threshold: float, steps: int) -> torch.
 
     Examples
     --------
-    >>> g = torch.tensor([[1.0, 0.5, 0.25, 0.125, 0.0625]], dtype=torch.float64)
+    >>> g = torch.tensor([[1.0, 0.5, 0.25, 0.125, 0.0625]], dtype=torch.float64).T
     >>> mean_ratio_after(g, 0.3, 2).tolist()
     [0.5]
     """
-    g = v.tensor("gaps", gaps, ndim=2)
+    g = v.tensor("gaps", gaps, ndim=2).T        # one row per network: (n_nets, depth + 1)
     threshold = v.positive_float("threshold", threshold)
     steps = v.positive_int("steps", steps)
     entry = (g < threshold).double().argmax(dim=1)
@@ -111,15 +114,17 @@ def mean_ratio_after(gaps: torch.Tensor, threshold: float, steps: int) -> torch.
 def non_increasing_steps(gaps: Sequence[torch.Tensor], *, rtol: float = 1e-9,
                          atol: float = 1e-15) -> Proportion:
     """The fraction of steps ``l -> l+1`` of all networks with ``phi_{l+1} <= phi_l``
-    (up to ``rtol * phi_l + atol``, the rounding of the gap), over several runs.
+    (up to ``rtol * phi_l + atol``, the rounding of the gap), over several runs, each a table
+    of gaps ``(depth + 1, n_nets)``.
 
     Examples
     --------
-    >>> non_increasing_steps([torch.tensor([[1.0, 0.5, 0.6]], dtype=torch.float64)]).successes
+    >>> g = torch.tensor([[1.0], [0.5], [0.6]], dtype=torch.float64)
+    >>> non_increasing_steps([g]).successes
     1
     """
     gaps = [v.tensor(f"gaps[{i}]", g, ndim=2) for i, g in enumerate(gaps)]
     if not gaps:
         raise ValueError("gaps must not be empty")
-    ok = sum(int((g[:, 1:] <= g[:, :-1] * (1 + rtol) + atol).sum()) for g in gaps)
-    return proportion(ok, sum(g[:, 1:].numel() for g in gaps))
+    ok = sum(int((g[1:] <= g[:-1] * (1 + rtol) + atol).sum()) for g in gaps)
+    return proportion(ok, sum(g[1:].numel() for g in gaps))

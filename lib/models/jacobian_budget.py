@@ -53,9 +53,10 @@ class Budget(NamedTuple):
     S : torch.Tensor
         ``(n_nets,)`` float64: the first layer whose gap is at most ``1/(16d)`` (eq. 96).
     d6 : torch.Tensor
-        ``(n_nets, len(depths))``: ``sum_{l=S+1}^{L} sqrt(d phi(X^l))`` (Lemma D.6).
+        ``(len(depths), n_nets)``: ``sum_{l=S+1}^{L} sqrt(d phi(X^l))`` (Lemma D.6), row j at
+        depth ``L = depths[j]``.
     d3 : torch.Tensor
-        ``(n_nets, len(depths))``: ``sum_{k=1}^{L} log ||J_BN(H^k)||`` (Lemma D.3).
+        ``(len(depths), n_nets)``: ``sum_{k=1}^{L} log ||J_BN(H^k)||`` (Lemma D.3).
     """
 
     phi0: float
@@ -97,7 +98,7 @@ def measure(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
     >>> x0 = bc.with_isometry_gap(4, [1.0])[0]
     >>> b = measure(x0, [1, 4], n_nets=3, gen=generator(0))
     >>> round(b.phi0, 9), tuple(b.S.shape), tuple(b.d6.shape), tuple(b.d3.shape)
-    (1.0, (3,), (3, 2), (3, 2))
+    (1.0, (3,), (2, 3), (2, 3))
     """
     x0 = v.tensor("x0", x0, ndim=2)
     d = x0.shape[-1]
@@ -108,7 +109,7 @@ def measure(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
     chain = bc.run_chain(x0, max(depths) + 1 + extra, n_nets=n_nets, gen=gen)
     start = bc.hitting_time(chain.gaps, thr)
     d6 = bc.tail_sums(torch.sqrt(d * chain.gaps.clamp_min(0)), start, depths)
-    d3 = torch.stack([chain.jac[:, 1:L + 1].sum(dim=1) for L in depths], dim=1)
+    d3 = torch.stack([chain.jac[1:L + 1].sum(dim=0) for L in depths])
     return Budget(phi0, start.double(), d6, d3)
 
 
@@ -123,7 +124,7 @@ def over_bounds(budget: Budget, d: int, depths: Sequence[int]
     d : int
         The width.
     depths : sequence of int
-        The depths of the budget's columns.
+        The depths of the budget's rows (``budget.d6[j]`` is at ``depths[j]``).
 
     Returns
     -------
@@ -137,7 +138,7 @@ def over_bounds(budget: Budget, d: int, depths: Sequence[int]
 
     Examples
     --------
-    >>> b = Budget(1.0, torch.zeros(2), torch.ones(2, 1), torch.ones(2, 1))
+    >>> b = Budget(1.0, torch.zeros(2), torch.ones(1, 2), torch.ones(1, 2))
     >>> d6, d3 = over_bounds(b, 2, [1])
     >>> round(d6[0].value * bb.lemma_d6(2, 1.0, 1), 12)
     1.0
@@ -145,12 +146,12 @@ def over_bounds(budget: Budget, d: int, depths: Sequence[int]
     if not isinstance(budget, Budget):
         raise TypeError(f"budget must be a Budget, got {type(budget).__name__}")
     depths = v.widths("depths", list(depths))
-    if budget.d6.shape[1] != len(depths):
-        raise ValueError(f"depths must name the budget's {budget.d6.shape[1]} columns, got "
+    if budget.d6.shape[0] != len(depths):
+        raise ValueError(f"depths must name the budget's {budget.d6.shape[0]} rows, got "
                          f"{depths}")
-    d6 = [stats.mean(budget.d6[:, j]) / bb.lemma_d6(d, budget.phi0, L)
+    d6 = [stats.mean(budget.d6[j]) / bb.lemma_d6(d, budget.phi0, L)
           for j, L in enumerate(depths)]
-    d3 = [stats.mean(budget.d3[:, j]) / bb.lemma_d3(d, budget.phi0, L)
+    d3 = [stats.mean(budget.d3[j]) / bb.lemma_d3(d, budget.phi0, L)
           for j, L in enumerate(depths)]
     return d6, d3
 
@@ -159,13 +160,24 @@ def to_arrays(runs: Mapping[tuple[int, str], Budget], dims: Sequence[int]
               ) -> dict[str, np.ndarray]:
     """The budgets of the widths ``dims`` as named arrays ``d<width>_<input>_<part>``.
 
+    The stored layout of ``d6`` and ``d3`` is ``(n_nets, len(depths))``, the networks first
+    (the layout of the files already in ``data/``, whose sha256 is recorded): they are
+    transposed here from the :class:`Budget`'s ``(len(depths), n_nets)``, and back by
+    :func:`from_arrays`.
+
     Examples
     --------
-    >>> b = Budget(0.5, torch.zeros(2), torch.ones(2, 1), torch.ones(2, 1))
-    >>> sorted(to_arrays({(2, "far"): b}, [2]))
-    ['d2_far_S', 'd2_far_d3', 'd2_far_d6', 'd2_far_phi0']
+    >>> b = Budget(0.5, torch.zeros(2), torch.ones(1, 2), torch.ones(1, 2))
+    >>> arrays = to_arrays({(2, "far"): b}, [2])
+    >>> sorted(arrays), arrays["d2_far_d6"].shape
+    (['d2_far_S', 'd2_far_d3', 'd2_far_d6', 'd2_far_phi0'], (2, 1))
     """
-    return {f"d{n}_{name}_{part}": np.asarray(budget[i])
+    def stored(part: str, x) -> np.ndarray:
+        if part in ("d6", "d3"):        # stored (n_nets, len(depths)), C-ordered as in data/
+            return np.ascontiguousarray(x.T)
+        return np.asarray(x)
+
+    return {f"d{n}_{name}_{part}": stored(part, budget[i])
             for (n, name), budget in runs.items() if n in dims
             for i, part in enumerate(PARTS)}
 
@@ -175,15 +187,17 @@ def from_arrays(arrays: Mapping[str, np.ndarray], provenance: dict,
     """The budgets of a stored run (:func:`to_arrays`), at the requested ``depths``.
 
     ``provenance["meta"]`` names the stored widths (``"dims"``) and depths (``"depths"``);
-    every requested depth must be among the stored ones.
+    every requested depth must be among the stored ones. The stored ``d6`` and ``d3`` are
+    ``(n_nets, len(stored depths))`` (see :func:`to_arrays`); the budgets returned have the
+    :class:`Budget`'s ``(len(depths), n_nets)``.
 
     Examples
     --------
-    >>> b = Budget(0.5, torch.zeros(2), torch.ones(2, 3), torch.ones(2, 3))
+    >>> b = Budget(0.5, torch.zeros(2), torch.ones(3, 2), torch.ones(3, 2))
     >>> meta = {"meta": {"dims": [2], "depths": [1, 4, 16]}}
     >>> got = from_arrays(to_arrays({(2, "far"): b}, [2]), meta, [4])
     >>> got[2, "far"].phi0, tuple(got[2, "far"].d6.shape)
-    (0.5, (2, 1))
+    (0.5, (1, 2))
     """
     stored = provenance["meta"]["depths"]
     missing = [L for L in depths if L not in stored]
@@ -195,8 +209,9 @@ def from_arrays(arrays: Mapping[str, np.ndarray], provenance: dict,
         names = sorted({k.split("_")[1] for k in arrays if k.startswith(f"d{n}_")})
         for name in names:
             a = {p: torch.from_numpy(arrays[f"d{n}_{name}_{p}"]) for p in PARTS}
-            runs[n, name] = Budget(float(a["phi0"]), a["S"], a["d6"][:, cols],
-                                   a["d3"][:, cols])
+            # stored (n_nets, len(stored depths)); the Budget is (len(depths), n_nets)
+            runs[n, name] = Budget(float(a["phi0"]), a["S"], a["d6"][:, cols].T,
+                                   a["d3"][:, cols].T)
     return runs
 
 

@@ -94,7 +94,7 @@ def first_layer_grad_lognorm_repeated(x_distinct: torch.Tensor, copies: Sequence
     Returns
     -------
     torch.Tensor
-        (n_nets, len(depths)): the same law as
+        ``(len(depths), n_nets)`` (row j is depth ``depths[j]``): the same law as
         :func:`eit.models.batchnorm.first_layer_grad_lognorm` on the full batch with exact
         copies and a Gaussian read-out of unit Frobenius norm.
 
@@ -104,7 +104,7 @@ def first_layer_grad_lognorm_repeated(x_distinct: torch.Tensor, copies: Sequence
     >>> x = torch.eye(4, dtype=torch.float64)[:, :2] + 0.1
     >>> first_layer_grad_lognorm_repeated(x, [2, 2], [1, 3], n_nets=5,
     ...                                   gen=generator(0)).shape
-    torch.Size([5, 2])
+    torch.Size([2, 5])
     """
     y0 = compact_batch(x_distinct, copies)
     d, k = y0.shape
@@ -116,4 +116,4 @@ def first_layer_grad_lognorm_repeated(x_distinct: torch.Tensor, copies: Sequence
     inside = randn(n_nets, d * k, gen=gen).square().sum(dim=1)
     outside = randn(n_nets, d * (n - k), gen=gen).square().sum(dim=1)
     offset = 0.5 * torch.log(inside / (inside + outside))
-    return base + offset.to(device=base.device, dtype=base.dtype).view(-1, 1)
+    return base + offset.to(device=base.device, dtype=base.dtype)      # the same per depth

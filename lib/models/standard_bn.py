@@ -11,7 +11,11 @@ no epsilon). Two networks:
 With weights Haar-orthogonal or Gaussian (variance 1/d). For many networks at once
 (``n_nets``) this module measures the isometry gap of the representations and the log-norm of
 the first layer's gradient for the linear read-out loss ``L = <R, X_L>_F`` (``||R||_F = 1``,
-1-Lipschitz), with a backward pass that renormalizes the cotangent at every layer.
+1-Lipschitz), as tables ``(len(depths), n_nets)`` (depth first, then the networks, the axis
+order of the engines' traces). The networks are layer descriptions (:func:`standard_bn_net`, on
+:func:`eit.models.batchnorm.shaped_net`, the residual one with ``Residual(branch, 1.0)``) run
+by the explicit engine (:mod:`eit.sample.engine`): the gap is an observer of its states, the
+gradient its log-space backward pass.
 
 Mean reduction makes the n samples of a batch sum to zero, so with n <= d the sample Gram
 matrix ``X^T X`` is singular; this module measures the gap of the *feature* Gram matrix
@@ -32,9 +36,12 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
-from .bn_chain import square_weights
+from ..sample.engine import forward, trace
+from ..sample.layers import Residual, Serial
+from .batchnorm import shaped_net, unit_readout
+from .bn_chain import batch_of_state
 
-__all__ = ["bn_standard", "feature_gap", "layer", "representation_gaps",
+__all__ = ["bn_standard", "feature_gap", "standard_bn_net", "representation_gaps",
            "first_layer_grad_lognorms"]
 
 Activation = Callable[[torch.Tensor], torch.Tensor]
@@ -73,11 +80,55 @@ def feature_gap(x: torch.Tensor) -> torch.Tensor:
     return torch.log(torch.diagonal(gram, dim1=-2, dim2=-1).sum(-1) / d) - logdet / d
 
 
-def layer(x: torch.Tensor, w: torch.Tensor, activation: Activation, gain: float,
-          residual: bool) -> torch.Tensor:
-    """One layer: ``act(gain * BN(W X))``, plus ``X`` when ``residual``."""
-    out = activation(gain * bn_standard(w @ x))
-    return x + out if residual else out
+def standard_bn_net(d: int, depth: int, *, activation: Activation, gain: float = 1.0,
+                    weights: str = "orthogonal", residual: bool = False) -> Serial:
+    """``X_{l+1} = act(gain * BN(W_l X_l))``, plus ``X_l`` when ``residual``, as a description.
+
+    The shaped network of :func:`eit.models.batchnorm.shaped_net` with a constant gain
+    (``Dense -> BatchNorm(centered, standard) -> Scale -> Activation``, one element per
+    layer); with ``residual`` every element is the branch of a ``Residual(branch, 1.0)``.
+
+    Parameters
+    ----------
+    d : int
+        The width (the number of features).
+    depth : int
+        The number of layers.
+    activation : callable
+        The elementwise activation.
+    gain : float
+        The gain before the activation (> 0).
+    weights : str
+        ``'orthogonal'`` (Haar) or ``'gaussian'`` (N(0, 1/d) entries).
+    residual : bool
+        Identity shortcuts around every layer.
+
+    Returns
+    -------
+    Serial
+        ``depth`` elements.
+
+    References
+    ----------
+    Meterez et al. (2024), eq. (11), Appendices H and J.
+
+    Examples
+    --------
+    >>> net = standard_bn_net(4, 3, activation=torch.tanh, residual=True)
+    >>> net.depth, type(net.layers[0]).__name__
+    (3, 'Residual')
+    """
+    depth = v.positive_int("depth", depth)
+    gain = _check(activation, gain, residual)
+    plain = shaped_net(d, [gain] * depth, activation, weights=weights)
+    if not residual:
+        return plain
+    return Serial(tuple(Residual(element, 1.0) for element in plain.layers))
+
+
+def _feature_gap_of_state(h: torch.Tensor, log_r: torch.Tensor) -> torch.Tensor:
+    """The engine observer of :func:`feature_gap` (the state is X^T)."""
+    return feature_gap(batch_of_state(h, log_r).transpose(-2, -1))
 
 
 def _inputs(x0, n_nets: int) -> torch.Tensor:
@@ -95,21 +146,51 @@ def _check(activation, gain, residual) -> float:
 def representation_gaps(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
                         gen: torch.Generator, activation: Activation, gain: float = 1.0,
                         weights: str = "orthogonal", residual: bool = False) -> torch.Tensor:
-    """:func:`feature_gap` of ``X_L`` for each depth L in ``depths`` (one deep network per
-    ``n_nets``, recorded along the way). Returns (n_nets, len(depths)).
+    """:func:`feature_gap` of ``X_L`` for each depth L in ``depths``.
+
+    One deep network per ``n_nets`` (:func:`standard_bn_net`), run by the explicit engine with
+    the gap as an observer of every state; depth L is the state after L layers.
+
+    Parameters
+    ----------
+    x0 : torch.Tensor
+        One input batch (d, n) or one per network (n_nets, d, n); n >= d + 1 for a finite
+        gap.
+    depths : sequence of int
+        The depths L (positive).
+    n_nets : int
+        The number of networks.
+    gen : torch.Generator
+        The random generator.
+    activation, gain, weights, residual
+        The network (:func:`standard_bn_net`).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(len(depths), n_nets)``: row j is depth ``depths[j]``.
+
+    References
+    ----------
+    Meterez et al. (2024), eq. (5) and Figure H5.
+
+    Examples
+    --------
+    >>> from eit.core.device import randn
+    >>> from eit.core.seeds import generator
+    >>> x0 = randn(3, 4, gen=generator(0))
+    >>> representation_gaps(x0, [1, 5], n_nets=3, gen=generator(1),
+    ...                     activation=torch.tanh).shape
+    torch.Size([2, 3])
     """
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
-    gain = _check(activation, gain, residual)
     x = _inputs(x0, n_nets)
-    out = torch.empty(n_nets, len(ds), dtype=DTYPE, device=x.device)
-    for ell in range(1, max(ds) + 1):
-        w = square_weights(weights, n_nets, x.shape[1], gen=gen)
-        x = layer(x, w, activation, gain, residual)
-        for col, depth in enumerate(ds):
-            if depth == ell:
-                out[:, col] = feature_gap(x)
-    return out
+    net = standard_bn_net(x.shape[1], max(ds), activation=activation, gain=gain,
+                          weights=weights, residual=residual)
+    t = trace(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen,
+              observe={"gap": _feature_gap_of_state})
+    return t.observed["gap"][ds]
 
 
 def first_layer_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
@@ -118,33 +199,50 @@ def first_layer_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets
                               ) -> torch.Tensor:
     """log ||dL/dW_0||_F for the network truncated at each depth L in ``depths``.
 
-    Loss ``L = <R, X_L>_F`` with ``R`` Gaussian, ``||R||_F = 1``, one per network; depth L
-    uses the first L layers of one deep network per ``n_nets``. Returns (n_nets, len(depths)).
+    Loss ``L = <R, X_L>_F`` with ``R`` Gaussian, ``||R||_F = 1``, one per network, drawn after
+    the weights; depth L uses the first L layers of one deep network per ``n_nets``
+    (:func:`standard_bn_net`). One forward pass of the explicit engine, one log-space backward
+    pass per depth, recording the first dense layer's ``log_grad_w_batch``.
+
+    Parameters
+    ----------
+    x0 : torch.Tensor
+        One input batch (d, n) or one per network (n_nets, d, n).
+    depths : sequence of int
+        The depths L (positive).
+    n_nets : int
+        The number of networks.
+    gen : torch.Generator
+        The random generator.
+    activation, gain, weights, residual
+        The network (:func:`standard_bn_net`).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(len(depths), n_nets)``: row j is depth ``depths[j]``.
+
+    References
+    ----------
+    Meterez et al. (2024), Figures H5 and J1.
+
+    Examples
+    --------
+    >>> from eit.core.device import randn
+    >>> from eit.core.seeds import generator
+    >>> x0 = randn(3, 4, gen=generator(0))
+    >>> first_layer_grad_lognorms(x0, [1, 3], n_nets=3, gen=generator(1),
+    ...                           activation=torch.tanh, residual=True).shape
+    torch.Size([2, 3])
     """
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
-    gain = _check(activation, gain, residual)
     x = _inputs(x0, n_nets)
     d, n = x.shape[1], x.shape[2]
-    v.memory("n_nets x max(depths) x d x n (stored layers)", 2 * n_nets * max(ds) * d * n * 8)
-    ws, xs = [], [x]
-    for _ in range(max(ds)):
-        ws.append(square_weights(weights, n_nets, d, gen=gen))
-        xs.append(layer(xs[-1], ws[-1], activation, gain, residual))
-    r = torch.randn(n_nets, d, n, generator=gen, device=gen.device, dtype=DTYPE).to(x.device)
-    r = r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
-    out = torch.empty(n_nets, len(ds), dtype=DTYPE, device=x.device)
-    for col, depth in enumerate(ds):
-        g, log_scale = r, torch.zeros(n_nets, dtype=DTYPE, device=x.device)
-        for ell in range(depth - 1, -1, -1):
-            first = ell == 0
-            with torch.enable_grad():
-                xin = xs[ell].detach().requires_grad_(not first)
-                w = ws[ell].detach().requires_grad_(first)
-                y = layer(xin, w, activation, gain, residual)
-                (g,) = torch.autograd.grad(y, w if first else xin, g)
-            norm = g.flatten(1).norm(dim=1)
-            log_scale = log_scale + torch.log(norm)
-            g = g / norm.view(-1, 1, 1)
-        out[:, col] = log_scale
-    return out
+    net = standard_bn_net(d, max(ds), activation=activation, gain=gain, weights=weights,
+                          residual=residual)
+    p = forward(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, backward=True, tops=ds,
+                record={"log_grad_w_batch"})
+    r = unit_readout(n_nets, d, n, gen)
+    return torch.stack([p.backward(r, top=depth).stats["log_grad_w_batch"][0]
+                        for depth in ds])

@@ -25,11 +25,11 @@ def budget_panels(depths: Sequence[int], runs: Mapping, over_d6: Mapping,
     Parameters
     ----------
     depths : sequence of int
-        The depths L of the budgets' columns.
+        The depths L of the budgets' rows (``d3`` is ``(len(depths), n_nets)``).
     runs : mapping (width, input) -> Budget
         :class:`eit.models.jacobian_budget.Budget` per width and input (``"far"`` and
         ``"near"``).
-    over_d6, over_d3 : mapping (width, input, column) -> Estimate
+    over_d6, over_d3 : mapping (width, input, j) -> Estimate
         Measured over bound of Lemmas D.6 and D.3 (only the ``"near"`` input is drawn).
 
     References
@@ -43,7 +43,7 @@ def budget_panels(depths: Sequence[int], runs: Mapping, over_d6: Mapping,
     >>> import torch
     >>> from eit.models.jacobian_budget import Budget
     >>> from eit.verdicts.stats import Estimate
-    >>> b = Budget(1.0, torch.zeros(3), torch.ones(3, 2), torch.rand(3, 2))
+    >>> b = Budget(1.0, torch.zeros(3), torch.ones(2, 3), torch.rand(2, 3))
     >>> over = {(2, "near", j): Estimate(0.5, 0.1, 3) for j in range(2)}
     >>> fig, axes = budget_panels([1, 4], {(2, "far"): b, (2, "near"): b}, over, over)
     >>> len(axes)
@@ -56,7 +56,7 @@ def budget_panels(depths: Sequence[int], runs: Mapping, over_d6: Mapping,
     colors = plt.cm.viridis(np.linspace(0, 0.9, len(widths)))
     for n, c in zip(widths, colors):
         for name, style in (("far", "-"), ("near", "--")):
-            mean_band(axes[0], depths, runs[n, name].d3, color=c, linestyle=style,
+            mean_band(axes[0], depths, runs[n, name].d3, dim=1, color=c, linestyle=style,
                       label=f"d = {n}" if name == "far" else None)
         for over, marker in ((over_d6, "o"), (over_d3, "^")):
             axes[1].plot(depths, [over[n, "near", j].value for j in range(len(depths))],

@@ -139,16 +139,17 @@ def mean_shaded(ax, x, samples, *, dim: int = 0, alpha: float = 0.25, **kw):
 
 
 def mean_band_above(ax, samples: torch.Tensor, *, floor: float, label: str | None,
-                    color=None, band_floor: float = 1e-16, alpha: float = 0.2
+                    color=None, band_floor: float = 1e-16, alpha: float = 0.2, dim: int = 0
                     ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Draw the mean of ``samples`` (runs x points) against the point index, with a ±2 SE
-    band, at the points where the mean exceeds ``floor``.
+    """Draw the mean of ``samples`` over the runs (along ``dim``) against the point index,
+    with a ±2 SE band, at the points where the mean exceeds ``floor``.
 
     Parameters
     ----------
     ax : matplotlib axis
     samples : torch.Tensor
-        ``(runs, points)``, at least 2 runs.
+        ``(runs, points)`` (``dim=0``) or ``(points, runs)`` (``dim=1``, the axis order of
+        per-layer tables), at least 2 runs.
     floor : float
         Points whose mean is at most ``floor`` are left out (a log axis below it shows
         rounding).
@@ -160,6 +161,8 @@ def mean_band_above(ax, samples: torch.Tensor, *, floor: float, label: str | Non
         The band's lower edge is clipped at it (a log axis cannot show values <= 0).
     alpha : float
         Opacity of the band.
+    dim : int
+        The axis of the runs, 0 or 1.
 
     Returns
     -------
@@ -181,11 +184,14 @@ def mean_band_above(ax, samples: torch.Tensor, *, floor: float, label: str | Non
     >>> x.tolist()
     [0, 1]
     """
-    if not isinstance(samples, torch.Tensor) or samples.ndim != 2 or samples.shape[0] < 2:
-        raise ValueError("samples must be a tensor (runs, points) with at least 2 runs")
+    if dim not in (0, 1) or isinstance(dim, bool):
+        raise ValueError(f"dim must be 0 or 1, got {dim!r}")
+    if not isinstance(samples, torch.Tensor) or samples.ndim != 2 or samples.shape[dim] < 2:
+        raise ValueError("samples must be a tensor (runs, points) or (points, runs) with at "
+                         "least 2 runs along dim")
     if not floor > 0 or not band_floor > 0:
         raise ValueError(f"floor and band_floor must be > 0, got {floor} and {band_floor}")
-    m, se = mean_se(samples, dim=0)
+    m, se = mean_se(samples, dim=dim)
     keep = m > floor
     x = torch.arange(len(m))[keep]
     ax.plot(x, m[keep], color=color, label=label)

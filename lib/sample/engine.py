@@ -68,7 +68,11 @@ LossGrad = Callable[[torch.Tensor], torch.Tensor]
 Observer = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 #: Optional statistics that a forward pass can be asked to record (``record=``).
-OPTIONAL = ("isometry_gap", "log_grad_w_batch", "nonlinearity")
+OPTIONAL = ("isometry_gap", "log_grad_w_batch", "nonlinearity", "log_bn_jacobian",
+            "log_grad_w_batch_op")
+
+#: The optional statistics of the batch loss's weight gradient (they keep the dense inputs).
+_BATCH_GRADS = frozenset({"log_grad_w_batch", "log_grad_w_batch_op"})
 
 BACKWARDS = ("random", "random_preactivation")
 
@@ -332,7 +336,7 @@ def _leaf_forward(layer: Layer, h: torch.Tensor, log_r: torch.Tensor, ctx: _Cont
         n_bytes = 8.0 * ctx.n_nets * fan_out * fan_in if w is None else w.numel() * w.element_size()
         _keep_or_state(ctx, rec, (w, c), n_bytes, state)
         rec.data.update(log_r_in=log_r, fans=(fan_in, fan_out))
-        if ctx.backward and "log_grad_w_batch" in ctx.record:
+        if ctx.backward and ctx.record & _BATCH_GRADS:
             rec.data["h_in"] = h
         if c != 1.0:
             a = a * c
@@ -406,6 +410,8 @@ def _leaf_forward(layer: Layer, h: torch.Tensor, log_r: torch.Tensor, ctx: _Cont
             rec.data.update(y=y, r_f=r_f, m=m)
         if "isometry_gap" in ctx.record:
             ctx.emit("isometry_gap", isometry_gap(y))
+        if "log_bn_jacobian" in ctx.record:
+            ctx.emit("log_bn_jacobian", _bn_jacobian_lognorm(r_f, m, layer, x.shape[1]))
         tape.append(rec)
         return _normalize(y, "BatchNorm")
     raise TypeError(f"the explicit engine has no rule for {type(layer).__name__}")
@@ -434,6 +440,22 @@ def _batchnorm(x: torch.Tensor, layer: BatchNorm) -> tuple[torch.Tensor, torch.T
     if layer.standard:
         y = y * math.sqrt(x.shape[1])
     return y, r_f
+
+
+def _bn_jacobian_lognorm(r_f: torch.Tensor, m: torch.Tensor, layer: BatchNorm,
+                         n_in: int) -> torch.Tensor:
+    """log ||J_BN(H)||_op per network from the (centred) feature norms ``r_f`` over the batch.
+
+    ``r_f`` (n_nets, 1, *features) are the norms of the features of H exp(-m) (the input
+    rescaled by its network's largest norm, ``m`` of shape (n_nets, 1)). The Jacobian is block
+    diagonal over the features, with blocks ``s (I - u u^T) P / ||P H_i.||`` (``P`` the
+    centring or the identity, ``u`` the unit row, ``s = sqrt(N)`` when standard): norm
+    ``s / ||P H_i.||``, or 0 where the blocks vanish (N = 1, or N = 2 when centred).
+    """
+    if n_in - 1 - int(layer.centered) <= 0:
+        return torch.full_like(m[:, 0], -math.inf)
+    log_s = 0.5 * math.log(n_in) if layer.standard else 0.0
+    return log_s - torch.log(r_f.flatten(1).amin(dim=1)) - m[:, 0]
 
 
 def _run(layer: Layer, h, log_r, ctx: _Context, tape: list):
@@ -472,8 +494,11 @@ def _leaf_backward(rec: _Record, g, log_g, ctx: _Context):
         w, c = _weights_again(ctx, rec, lambda: _draw_dense(layer, ctx, *d["fans"][::-1]))
         ctx.emit("log_delta", log_g)
         ctx.emit("log_grad_w", log_g + d["log_r_in"])
-        if "h_in" in d:
+        if "h_in" in d and "log_grad_w_batch" in ctx.record:
             ctx.emit("log_grad_w_batch", _batch_grad(g, log_g, d["h_in"], d["log_r_in"]))
+        if "h_in" in d and "log_grad_w_batch_op" in ctx.record:
+            ctx.emit("log_grad_w_batch_op",
+                     _batch_grad(g, log_g, d["h_in"], d["log_r_in"], spectral=True))
         gin = torch.matmul(g, w)
         gin, lg = _normalize(gin, name)
         return gin, log_g + lg + math.log(c)
@@ -528,13 +553,17 @@ def _leaf_backward(rec: _Record, g, log_g, ctx: _Context):
     raise TypeError(f"the explicit engine has no backward rule for {name}")
 
 
-def _batch_grad(g, log_g, h, log_h) -> torch.Tensor:
-    """log ||sum_i delta_i h_i^T||_F per network (the gradient of a batch loss)."""
+def _batch_grad(g, log_g, h, log_h, spectral: bool = False) -> torch.Tensor:
+    """log ||sum_i delta_i h_i^T|| per network (the gradient of a batch loss).
+
+    The Frobenius norm, or with ``spectral`` the operator (largest singular value) norm.
+    """
     s = log_g + log_h
     m = _shift(s)
     weights = torch.exp(s - m)
     grad = torch.matmul((g * weights.unsqueeze(-1)).transpose(-2, -1), h)
-    return torch.log(grad.flatten(1).norm(dim=1)) + m.squeeze(1)
+    norm = torch.linalg.matrix_norm(grad, ord=2) if spectral else grad.flatten(1).norm(dim=1)
+    return torch.log(norm) + m.squeeze(1)
 
 
 def _run_back(records: list, g, log_g, ctx: _Context):
@@ -785,8 +814,13 @@ def trace(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
         Statistics of the state recorded at every row, ``fn(h_unit, log_norm)``.
     record : collection of str
         Optional statistics (:data:`OPTIONAL`): ``isometry_gap`` (batch norm layers),
-        ``log_grad_w_batch`` (dense layers: the gradient of the batch loss, per network),
-        ``nonlinearity`` (activations: ||act(u) - u||_F / ||u||_F per network).
+        ``log_grad_w_batch`` (dense layers: log ||dL/dW||_F of the batch loss, per
+        network), ``nonlinearity`` (activations: ||act(u) - u||_F / ||u||_F per network),
+        ``log_bn_jacobian`` (batch norm layers: log ||J_BN(H)||_op of the layer at its actual
+        input H, per network; ``-log min_i ||H_i.||`` for eq. (4) of Meterez et al. 2024,
+        with ``H_i.`` centred when ``centered`` and ``+ log(N)/2`` when ``standard``; -inf
+        where the Jacobian vanishes: N = 1, or N = 2 centred), ``log_grad_w_batch_op``
+        (dense layers: log ||dL/dW||_op, the spectral norm of the batch loss's gradient).
 
     Returns
     -------
@@ -805,7 +839,8 @@ def trace(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
 
     References
     ----------
-    Arpit & Bengio (2019), eqs. (1), (7) and (9); Hanin & Rolnick (2018), eq. (1).
+    Arpit & Bengio (2019), eqs. (1), (7) and (9); Hanin & Rolnick (2018), eq. (1); Meterez
+    et al. (2024), eq. (4) and Lemma D.7 (the block structure of J_BN).
 
     Examples
     --------
