@@ -22,7 +22,7 @@ at their inputs and return per-network tables in the axis order of the engine's 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Literal
 
 import torch
@@ -263,6 +263,57 @@ def _backward_at(p: Pass, cotangent, depth: int, stat: str = "log_grad_w_batch")
     return p.backward(cotangent, top=depth).stats[stat]
 
 
+def readout_pass(net: Serial, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
+                 tops: Sequence[int], record: Collection[str] = ("log_grad_w_batch",)
+                 ) -> tuple[Pass, torch.Tensor]:
+    """One forward pass of ``net`` kept for backward passes, and the read-out of the loss.
+
+    The explicit engine runs ``net`` on the batches ``x`` (the paper's ``(n_nets, d, n)``, as
+    validated by the public functions of this module),
+    keeping the states at the rows ``tops`` and recording ``record``; the read-out ``R`` of
+    the linear loss ``L = <R, X_L>_F`` (:func:`unit_readout`) is drawn after the weights.
+
+    Returns
+    -------
+    tuple
+        The :class:`~eit.sample.engine.Pass` and ``R`` in the engine's layout ``(n_nets, n, d)``.
+
+    References
+    ----------
+    Meterez et al. (2024), Theorem 5 (a 1-Lipschitz loss of the last layer).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> p, r = readout_pass(bn_net(3, 2), torch.randn(2, 3, 4, dtype=torch.float64),
+    ...                     n_nets=2, gen=generator(0), tops=[1, 2])
+    >>> tuple(p.backward(r, top=1).stats["log_grad_w_batch"].shape)
+    (1, 2)
+    """
+    p = forward(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, backward=True, tops=tops,
+                record=record)
+    return p, unit_readout(n_nets, x.shape[1], x.shape[2], gen)
+
+
+def first_layer_grads(p: Pass, readout: torch.Tensor, depths: Sequence[int],
+                      stat: str = "log_grad_w_batch") -> torch.Tensor:
+    """The first dense layer's backward statistic ``stat`` at each truncation depth.
+
+    One backward pass of ``p`` (:func:`readout_pass`) per depth L in ``depths``, from the
+    output of the first L elements. Returns ``(len(depths), n_nets)``: row j is depth
+    ``depths[j]``.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> p, r = readout_pass(bn_net(3, 2), torch.randn(2, 3, 4, dtype=torch.float64),
+    ...                     n_nets=2, gen=generator(0), tops=[1, 2])
+    >>> first_layer_grads(p, r, [1, 2]).shape
+    torch.Size([2, 2])
+    """
+    return torch.stack([_backward_at(p, readout, depth, stat)[0] for depth in depths])
+
+
 def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
                              gen: torch.Generator, weights: Weights = "orthogonal",
                              activation: Activation | None = None,
@@ -293,12 +344,9 @@ def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets:
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
     x = _inputs(x0, n_nets)
-    d, n = x.shape[1], x.shape[2]
-    net = bn_net(d, max(ds), weights=weights, activation=activation, centered=centered)
-    p = forward(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, backward=True, tops=ds,
-                record={"log_grad_w_batch"})
-    r = unit_readout(n_nets, d, n, gen)
-    return torch.stack([_backward_at(p, r, depth)[0] for depth in ds])
+    net = bn_net(x.shape[1], max(ds), weights=weights, activation=activation,
+                 centered=centered)
+    return first_layer_grads(*readout_pass(net, x, n_nets=n_nets, gen=gen, tops=ds), ds)
 
 
 Loss = Literal["linear", "cross_entropy", "mse"]
@@ -462,9 +510,7 @@ def _shaped_pass(x0, depth: int, n_nets: int, gen: torch.Generator, weights: str
                  activation, gains: list[float], tops) -> tuple[Pass, torch.Tensor]:
     x = _inputs(x0, n_nets)
     net = shaped_net(x.shape[1], gains, activation, weights=weights)
-    p = forward(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, backward=True, tops=tops,
-                record={"log_grad_w_batch"})
-    return p, unit_readout(n_nets, x.shape[1], x.shape[2], gen)
+    return readout_pass(net, x, n_nets=n_nets, gen=gen, tops=tops)
 
 
 def shaped_weight_grad_lognorms(x0: torch.Tensor, depth: int, *, n_nets: int,
@@ -607,4 +653,5 @@ __all__ = ["bn", "bn_centered", "bn_net", "bn_standard", "first_layer_grad_logno
            "gram_eigenvalues", "isometry", "isometry_gap", "isometry_gaps_in_depth",
            "logit_loss_gradient", "row_norm_factor", "shaped_first_layer_grad_lognorm",
            "shaped_leaky_relu", "shaped_net", "shaped_nonlinearity",
-           "shaped_weight_grad_lognorms", "spectral_inputs", "unit_readout", "weight_grad_lognorms"]
+           "shaped_weight_grad_lognorms", "spectral_inputs", "unit_readout", "weight_grad_lognorms",
+           "readout_pass", "first_layer_grads"]

@@ -42,9 +42,9 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
-from ..sample.engine import forward, trace
+from ..sample.engine import trace
 from ..sample.laws import gaussian, haar_orthogonal
-from .batchnorm import bn_net, unit_readout
+from .batchnorm import bn_net, first_layer_grads, readout_pass
 
 __all__ = ["Chain", "hartley", "isometry_gap_det", "bn_rows", "bn_jacobian_lognorm",
            "batch_of_state", "run_chain", "hitting_time", "square_weights", "tail_sums",
@@ -417,9 +417,6 @@ def first_layer_grad_op_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_ne
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
     x = _inputs(x0, n_nets)
-    d = x.shape[-1]
-    p = forward(bn_net(d, max(ds)), x.transpose(-2, -1), n_nets=n_nets, gen=gen,
-                backward=True, tops=ds, record={"log_grad_w_batch_op"})
-    r = unit_readout(n_nets, d, d, gen)
-    return torch.stack([p.backward(r, top=depth).stats["log_grad_w_batch_op"][0]
-                        for depth in ds])
+    p, r = readout_pass(bn_net(x.shape[-1], max(ds)), x, n_nets=n_nets, gen=gen, tops=ds,
+                        record={"log_grad_w_batch_op"})
+    return first_layer_grads(p, r, ds, "log_grad_w_batch_op")

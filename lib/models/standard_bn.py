@@ -36,9 +36,9 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
-from ..sample.engine import forward, trace
+from ..sample.engine import trace
 from ..sample.layers import Residual, Serial
-from .batchnorm import shaped_net, unit_readout
+from .batchnorm import first_layer_grads, readout_pass, shaped_net
 from .bn_chain import batch_of_state
 
 __all__ = ["bn_standard", "feature_gap", "standard_bn_net", "representation_gaps",
@@ -238,11 +238,6 @@ def first_layer_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets
     ds = v.widths("depths", list(depths))
     n_nets = v.positive_int("n_nets", n_nets)
     x = _inputs(x0, n_nets)
-    d, n = x.shape[1], x.shape[2]
-    net = standard_bn_net(d, max(ds), activation=activation, gain=gain, weights=weights,
-                          residual=residual)
-    p = forward(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, backward=True, tops=ds,
-                record={"log_grad_w_batch"})
-    r = unit_readout(n_nets, d, n, gen)
-    return torch.stack([p.backward(r, top=depth).stats["log_grad_w_batch"][0]
-                        for depth in ds])
+    net = standard_bn_net(x.shape[1], max(ds), activation=activation, gain=gain,
+                          weights=weights, residual=residual)
+    return first_layer_grads(*readout_pass(net, x, n_nets=n_nets, gen=gen, tops=ds), ds)
