@@ -8,7 +8,8 @@ Directives:
   row linking to the verdict's own anchor in its chapter. The JSON export is written next to
   the page (``ledger.json``).
 * ``{chapter-status}``: how the committed outputs of each chapter were produced, grouped by
-  part, with the chapter's verdict counts.
+  part, with the chapter's verdict counts; before them, the latest report of
+  ``./book gpu-check`` (``data/gpu/report.json``), or a line saying there is none.
 * ``{verdict-summary}``: one line of counts for the part whose overview holds it.
 * ``{verdict-table}``: the outcome x scope table of counts of a part (its overview), with the
   confirmations split by kind.
@@ -21,6 +22,7 @@ cannot drift from what the tests verified. The fixes applied to every page are i
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -379,17 +381,154 @@ def differing(versions: dict[str, str], pins: dict[str, str]) -> list[str]:
     return out
 
 
+#: The report of ``./book gpu-check`` (``tools/gpu_check.py``), relative to the book's root.
+GPU_REPORT = "data/gpu/report.json"
+
+
+def load_gpu_report(srcdir: str | Path) -> dict | None:
+    """The latest GPU report, or None when there is none (or it cannot be read)."""
+    path = Path(srcdir) / GPU_REPORT
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def _seconds(value) -> str:
+    try:
+        return f"{float(value):.0f}"
+    except (TypeError, ValueError):
+        return "?"
+
+
+def _failed_cells(row: dict) -> str:
+    """'Cell 3, Cell 4, ... (7 in all)' for the failed cells of a chapter row."""
+    cells = [c.get("cell", "?") if isinstance(c, dict) else str(c)
+             for c in row.get("failed_cells", [])]
+    text = ", ".join(cells[:6])
+    return text + (f", ... ({len(cells)} in all)" if len(cells) > 6 else "")
+
+
+def gpu_report_nodes(report: dict | None, *, titles: dict[str, str] | None = None,
+                     found_docs=None, pins: dict[str, str] | None = None) -> list[nodes.Node]:
+    """The status page's block on the latest GPU check: a rubric, what ran where, the stages
+    and one row per chapter; says plainly when there is no report.
+
+    ``titles`` maps a chapter's docname to its title; a chapter links to its page when its
+    docname is in ``found_docs`` (or always, when ``found_docs`` is None).
+    """
+    titles = titles or {}
+    out: list[nodes.Node] = [nodes.rubric("", "Latest check on a GPU", ids=["status-gpu"])]
+    if not report:
+        para = nodes.paragraph()
+        para += nodes.Text("No GPU report yet: ")
+        para += nodes.literal(text=GPU_REPORT)
+        para += nodes.Text(" does not exist. ")
+        para += nodes.literal(text="./book gpu-check")
+        para += nodes.Text(" on a machine with a CUDA GPU runs every chapter under nbval, the "
+                           "benchmark and the paper-scale runs there and writes it.")
+        return [*out, para]
+    torch = report.get("torch") or {}
+    smi = report.get("nvidia_smi") or ""
+    driver = smi.split(",")[1].strip() if smi.count(",") >= 2 else ""
+    where = [str(report.get("device", "unknown device"))]
+    if torch.get("torch"):
+        where.append(f"torch {torch['torch']}" + (f" (CUDA {torch['cuda']})"
+                                                   if torch.get("cuda") else ""))
+    if driver:
+        where.append(f"driver {driver}")
+    if report.get("python"):
+        where.append(f"Python {report['python']}")
+    if report.get("cpu_count") and report.get("mode") != "cpu":
+        where.append(f"{report['cpu_count']} CPU cores")
+    state = ("is complete" if report.get("complete") else
+             "was interrupted" if report.get("interrupted") else "is incomplete (still "
+             "running, or stopped before its end)")
+    para = nodes.paragraph()
+    para += nodes.Text("Run by ")
+    para += nodes.literal(text="./book gpu-check")
+    para += nodes.Text(f" on {', '.join(where)}; started {report.get('started', '?')}, "
+                       f"{_seconds(report.get('wall_s'))} s of a "
+                       f"{_seconds(report.get('budget_s'))} s budget"
+                       + (f", commit {str(report['commit'])[:10]}" if report.get("commit")
+                          else "") + f"; the run {state}. ")
+    if report.get("mode") == "cpu":
+        para += nodes.Text("It ran on the CPU (a test of the tool), not on a GPU. ")
+    out.append(para)
+
+    s = report.get("summary") or {}
+    chapters = report.get("chapters") or []
+    if chapters:
+        out.append(nodes.paragraph(text=(
+            f"nbval on the device: {s.get('chapters_passed', 0)} of {len(chapters)} chapters "
+            f"passed, {s.get('chapters_failed', 0)} failed, {s.get('chapters_not_run', 0)} "
+            f"did not run; {s.get('cells_passed', 0)} cells passed, "
+            f"{s.get('cells_failed', 0)} failed, and {s.get('cells_tolerated', 0)} passed "
+            "only thanks to the statistical tolerance (new random streams on a new device).")))
+
+    vers = {k: v for k, v in (report.get("versions") or {}).items() if v}
+    missing = sorted(k for k, v in (report.get("versions") or {}).items() if not v)
+    if vers:
+        text = "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(vers.items())) + "."
+        if missing:
+            text += " Not installed: " + ", ".join(missing) + "."
+        differ = differing(vers, pins or {})
+        if differ:
+            text += " Differing from requirements.txt: " + ", ".join(differ) + "."
+        out.append(nodes.paragraph(text=text))
+
+    stages = report.get("stages") or []
+    if stages:
+        rows = []
+        for st in stages:
+            result = str(st.get("status", "?"))
+            if st.get("note"):
+                result += f" ({st['note']})"
+            code = st.get("exit_code")
+            rows.append([str(st.get("name", "?")), result, "-" if code is None else str(code),
+                         _seconds(st.get("wall_s")), _seconds(st.get("timeout_s")),
+                         nodes.literal(text=str(st.get("command", "")))])
+        out.append(table(["Stage", "Result", "Exit code", "Wall time (s)", "Limit (s)",
+                          "Command"], rows, classes=["eit-gpu-stages"],
+                         col_classes=["", "", "eit-c-n", "eit-c-n", "eit-c-n", ""]))
+
+    if chapters:
+        rows, classes = [], []
+        for row in chapters:
+            path = str(row.get("chapter", "?"))
+            docname = path[: -len(".ipynb")] if path.endswith(".ipynb") else path
+            title = titles.get(docname, "")
+            name = with_math(title) if title else [nodes.Text(path)]
+            if found_docs is None or docname in found_docs:
+                cell = link(name, docname=docname)
+            else:
+                cell = name
+            result = str(row.get("result", "?"))
+            rows.append([cell, result, str(row.get("passed", 0)), str(row.get("failed", 0)),
+                         str(row.get("tolerated", 0)), _seconds(row.get("time_s")),
+                         _failed_cells(row)])
+            classes.append([f"eit-gpu-{slug(result)}"])
+        out.append(table(["Chapter", "Result", "Cells passed", "Failed",
+                          "Passed thanks to the tolerance", "Time (s)", "Failed cells"],
+                         rows, classes=["eit-gpu-chapters"], row_classes=classes,
+                         col_classes=["", "", "eit-c-n", "eit-c-n", "eit-c-n", "eit-c-n", ""]))
+    return out
+
+
 class ChapterStatus(SphinxDirective):
-    """How the committed outputs of each chapter were produced, grouped by part."""
+    """How the committed outputs of each chapter were produced, grouped by part, after the
+    latest GPU check (:func:`gpu_report_nodes`)."""
 
     def run(self) -> list[nodes.Node]:
         for path in ledger.chapter_notebooks():
             self.env.note_dependency(str(path))
-        for name in ("_toc.yml", "requirements.txt"):
+        for name in ("_toc.yml", "requirements.txt", GPU_REPORT):
             self.env.note_dependency(str(Path(self.env.srcdir) / name))
         parts = toc_parts(self.env.srcdir)
         pins = pinned(self.env.srcdir)
-        status = built(self.env, ledger.status())
+        every = ledger.status()
+        status = built(self.env, every)
         for s in status:
             s["_part"] = part_of(s["chapter"], parts)
             s["_differ"] = differing(s.get("versions", {}), pins)
@@ -410,6 +549,9 @@ class ChapterStatus(SphinxDirective):
             intro += nodes.Text("Every chapter was executed with the library versions pinned "
                                 "in requirements.txt.")
         out: list[nodes.Node] = [intro]
+        out.extend(gpu_report_nodes(load_gpu_report(self.env.srcdir),
+                                    titles={s["chapter"]: s.get("title", "") for s in every},
+                                    found_docs=self.env.found_docs, pins=pins))
         headers = ["Chapter", "Verdicts", "Wall time (s)", "Device", "Scale", "Executed"]
         cols = ["eit-c-chapter", "eit-c-verdicts", "eit-c-n", "eit-c-device", "eit-c-scale",
                 "eit-c-date"]

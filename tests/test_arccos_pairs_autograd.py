@@ -129,7 +129,8 @@ def test_grad_norms_satisfy_eq_9_and_the_chain_rule():
 
     def loss(w0):
         hid = (w[1] @ (w0 @ x[0]).relu()).relu()
-        return torch.nn.functional.cross_entropy((w[2] @ hid)[None], torch.tensor([0]))
+        return torch.nn.functional.cross_entropy((w[2] @ hid)[None],
+                                                 torch.tensor([0], device=hid.device))
 
     bump = torch.zeros_like(w[0])
     bump[i, j] = eps
@@ -148,8 +149,8 @@ def test_ratio_profiles_is_the_former_chapter_code():
                                 [float(s) for s in variances("He", dim, w_, depth)],
                                 n_nets=draws, gen=old_gen, delta="random"),
                      stat)[-depth:, :, 0].exp() for w_ in widths]
-        old[f"{q}_mean"] = np.stack([r_.mean(-1).numpy() for r_ in r])
-        old[f"{q}_sd"] = np.stack([r_.std(-1).numpy() for r_ in r])
+        old[f"{q}_mean"] = np.stack([r_.mean(-1).cpu().numpy() for r_ in r])
+        old[f"{q}_sd"] = np.stack([r_.std(-1).cpu().numpy() for r_ in r])
     new = ratio_profiles("He", dim, widths, depth, draws=draws, gen=generator(5))
     assert sorted(new) == sorted(old)
     assert all(np.array_equal(new[k], old[k]) for k in old)

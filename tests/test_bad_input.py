@@ -44,6 +44,7 @@ def named(name: str):
     return pytest.raises((ValueError, TypeError), match=name)
 
 
+@settings(deadline=None)          # the first call imports and sets up the device guard
 @given(BAD_REALS)
 def test_non_finite_theory_never_becomes_a_verdict(x):
     with named("theory"):

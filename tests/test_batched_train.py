@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from eit.core.device import DTYPE, generator
+from eit.core.device import DTYPE
+from eit.core.seeds import generator
 from eit.models.wn_init import wn_mlp_model
 from eit.models.wn_stacked import stack
 from eit.train import batched
@@ -20,7 +21,8 @@ def _nets(scheme, data, seeds, depth=3, direction="orthogonal"):
     out = []
     for s in seeds:
         gen = generator(s)
-        batch = torch.randperm(len(data.x_train), generator=gen)[:64]
+        batch = torch.randperm(len(data.x_train), generator=gen,
+                               device=gen.device)[:64].to(data.x_train.device)
         out.append((wn_mlp_model(scheme, d_in=64, widths=[16] * depth, d_out=10, gen=gen,
                                  data=data.x_train[batch], on=data.x_train.device,
                                  direction=direction), gen))
@@ -78,13 +80,15 @@ def test_vanilla_sgd_is_p_minus_lr_grad():
     net = stack([m for m, _ in made])
     before = [p.detach().clone() for p in net.parameters()]
     n = len(data.x_train)
-    idx = torch.stack([torch.randperm(n, generator=generator(9))[:n] for _ in range(2)])
+    gs = [generator(9) for _ in range(2)]
+    idx = torch.stack([torch.randperm(n, generator=g, device=g.device)[:n]
+                       for g in gs]).to(data.x_train.device)
     loss = batched.run_losses(net, data.x_train[idx], data.y_train[idx])
     grads = torch.autograd.grad(loss.sum(), net.parameters())
     batched.train(net, data, lr=[0.1, 0.2], epochs=1, batch_size=n,
                   gens=[generator(9), generator(9)])
     for p, p0, g in zip(net.parameters(), before, grads, strict=True):
-        rate = torch.tensor([0.1, 0.2], dtype=DTYPE).view(-1, *[1] * (p.ndim - 1))
+        rate = torch.tensor([0.1, 0.2], dtype=DTYPE, device=p.device).view(-1, *[1] * (p.ndim - 1))
         assert torch.allclose(p.detach(), p0 - rate * g, rtol=1e-10, atol=1e-12)
 
 

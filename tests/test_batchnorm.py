@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eit.core import device
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.models.batchnorm import (
     bn,
     bn_centered,
@@ -123,10 +123,11 @@ def test_bn_isometry_inequality_lemma_b1(seed, d):
 
 def test_bn_rows_have_unit_norm_and_trace_d():
     x = bn(_matrix(3, 5))
-    assert torch.allclose(x.norm(dim=-1), torch.ones(5, dtype=torch.float64))
+    assert torch.allclose(x.norm(dim=-1), torch.ones(5, dtype=torch.float64, device=x.device))
     assert gram_eigenvalues(x).sum().item() == pytest.approx(5.0)
     c = bn_centered(_matrix(4, 5))
-    assert torch.allclose(c.mean(dim=-1), torch.zeros(5, dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(c.mean(dim=-1), torch.zeros(5, dtype=torch.float64, device=c.device),
+                          atol=1e-12)
 
 
 def test_isometry_gap_matches_definition():
@@ -210,8 +211,10 @@ def test_manual_backward_matches_autograd_path(centered):
 
 def test_bn_standard_has_unit_variance_rows():
     y = bn_standard(_matrix(15, 4, 6))
-    assert torch.allclose(y.mean(dim=-1), torch.zeros(4, dtype=torch.float64), atol=1e-12)
-    assert torch.allclose(y.var(dim=-1, unbiased=False), torch.ones(4, dtype=torch.float64))
+    assert torch.allclose(y.mean(dim=-1), torch.zeros(4, dtype=torch.float64, device=y.device),
+                          atol=1e-12)
+    assert torch.allclose(y.var(dim=-1, unbiased=False),
+                          torch.ones(4, dtype=torch.float64, device=y.device))
 
 
 def test_shaped_network_with_identity_matches_centered_linear_network():
@@ -242,7 +245,7 @@ def test_shaped_output_scale_removes_the_last_gain_exactly():
     assert torch.equal(first, plain)  # same draws with or without the scale
     assert first.shape == scale.shape == (2, 3)       # (len(depths), n_nets)
     assert torch.allclose(scale, torch.log(torch.tensor([[0.5] * 3, [0.1] * 3],
-                                                        dtype=torch.float64)))
+                                                        dtype=torch.float64, device=scale.device)))
     assert torch.allclose(first - scale, unit, rtol=1e-9)
     _, tanh_scale = shaped_first_layer_grad_lognorm(x0, [5], n_nets=3, gen=generator(23),
                                                     activation=torch.tanh, gains=gains,

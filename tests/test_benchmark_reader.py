@@ -47,3 +47,61 @@ def test_load_names_a_missing_or_incomplete_file(tmp_path):
     bad.write_text(json.dumps({"rows": []}))
     with pytest.raises(ValueError, match="provenance"):
         benchmarks.load(bad)
+
+
+def _device_file(tmp_path, cpu):
+    """A device-mode file with the CPU file's rows as if timed on a GPU (100 times faster),
+    plus a larger batch, in the format tools/benchmark.py --device writes."""
+    rows = []
+    for r in cpu.rows:
+        if r["method"] == "rng_stream":
+            continue                         # a CPU stream: not in a device file
+        seconds = [t / 100 for t in r["seconds"]]
+        rows.append({**r, "seconds": seconds, "median": statistics.median(seconds),
+                     "flops": 1e9, "bytes": 2e9, "flop_s": 1e9 / r["median"] * 100,
+                     "byte_s": 2e9 / r["median"] * 100, "flop_fraction": None,
+                     "byte_fraction": 0.5, "generator_fraction": 0.25})
+    big = [{**r, "size": "d = 100, 10k nets", "nets": 10_000} for r in rows
+           if r["workload"] == "hr18" and r["size"] == "d = 100"]
+    raw = {"schema": 2, "mode": "device",
+           "protocol": {"repeats": 5, "total_wall_s": 42.0, "threads": 16},
+           "provenance": {"device": "cuda: NVIDIA H200", "date": "2026-11-27 12:00 UTC",
+                          "versions": {"torch": "2.11.0+cu130", "numpy": "2.5.2"}},
+           "peak": {"fp64_tensor_flop_s": 67e12, "fp64_flop_s": 34e12, "bytes_s": 4.8e12},
+           "budget": {"complete": False, "skipped": [{"workload": "hr18", "size": "x",
+                                                      "method": "lean_loop",
+                                                      "reason": "budget"}]},
+           "rows": rows + big}
+    path = tmp_path / "cuda.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def test_the_cuda_file_is_optional_and_read_side_by_side(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from eit.plotting.benchmarks import side_by_side
+
+    assert benchmarks.load_cuda(tmp_path / "none.json") is None
+    cpu = benchmarks.load()
+    assert not cpu.wall and cpu.peak == {} and cpu.budget == {}
+    with pytest.raises(ValueError, match="device-mode"):
+        benchmarks.load_cuda(benchmarks.data_dir() / "benchmarks" / "cpu.json")
+    cuda = benchmarks.load_cuda(_device_file(tmp_path, cpu))
+    assert cuda.wall and cuda.peak["bytes_s"] == 4.8e12
+    assert "NVIDIA H200" in cuda.summary() and "cut by the budget" in cuda.summary()
+    rows = cuda.device_rows("hr18")
+    assert all(len(r) == 9 for r in rows) and rows[0][5] == "-" and rows[0][7] == "50"
+    pairs = benchmarks.side_by_side_rows(cpu, cuda, "hr18")
+    assert pairs and all(r[-1] == "100" for r in pairs)
+    assert not any(r[0] == "d = 100, 10k nets" for r in pairs)     # not in the CPU file
+    assert len(cuda.exact_draw_rows()) == sum(len(s) for s in cuda.sizes.values())
+    fig, axes = plt.subplots(1, 2)
+    side_by_side(axes, {"CPU": cpu, "GPU": cuda}, "hr18")
+    assert axes[0].get_ylim() == axes[1].get_ylim()
+    assert len(axes[1].get_xticks()) == len(cuda.sizes["hr18"]) == 4
+    with pytest.raises(ValueError, match="axes"):
+        side_by_side(axes[:1], {"CPU": cpu, "GPU": cuda}, "hr18")

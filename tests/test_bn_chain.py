@@ -158,9 +158,9 @@ def test_hitting_time_and_tail_sums_by_hand():
 def test_batches_with_a_prescribed_gap_are_bn_outputs():
     targets = [0.01, 0.3, 2.0]
     x = bc.with_isometry_gap(5, targets, gen=generator(6))
-    assert torch.allclose(bc.isometry_gap_det(x), torch.tensor(targets, dtype=DTYPE),
-                          rtol=1e-9)
-    assert torch.allclose(x.norm(dim=-1), torch.ones(3, 5, dtype=DTYPE))
+    assert torch.allclose(bc.isometry_gap_det(x),
+                          torch.tensor(targets, dtype=DTYPE, device=x.device), rtol=1e-9)
+    assert torch.allclose(x.norm(dim=-1), torch.ones(3, 5, dtype=DTYPE, device=x.device))
 
 
 def test_one_step_never_increases_the_gap():
@@ -210,7 +210,7 @@ def test_bad_arguments_are_named(call, name):
 
 def test_square_weights_are_haar_or_gaussian_of_variance_one_over_d():
     q = bc.square_weights("orthogonal", 3, 4, gen=generator(11))
-    eye = torch.eye(4, dtype=DTYPE).expand(3, 4, 4)
+    eye = torch.eye(4, dtype=DTYPE, device=q.device).expand(3, 4, 4)
     assert q.shape == (3, 4, 4) and torch.allclose(q @ q.transpose(-2, -1), eye, atol=1e-12)
     assert torch.equal(q, haar_orthogonal(3, 4, 4, gen=generator(11)))
     g = bc.square_weights("gaussian", 400, 5, gen=generator(12))

@@ -15,7 +15,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit.core.device import DTYPE
+from eit.core.device import DTYPE, device
 from eit.core.seeds import generator
 from eit.exact import weingarten as wg
 from eit.models import batchnorm as bnm
@@ -94,7 +94,7 @@ def _fixed_batches_chapter_03(n_x, n, a, offset):
 def _one_layer_chapter_03(n, a, n_x, n_w, gen, offset=0.0):
     X = bnm.bn(_fixed_batches_chapter_03(n_x, n, a, offset))
     lam = bnm.gram_eigenvalues(X)
-    Xr = X.repeat_interleave(n_w, dim=0)
+    Xr = X.repeat_interleave(n_w, dim=0).to(device())
     Xp = haar_orthogonal(n_x * n_w, n, n, gen=gen) @ Xr
     post = bnm.bn(Xp)
     per_w = {"ratio": bnm.isometry(post) / bnm.isometry(Xr),

@@ -40,7 +40,7 @@ def test_length_ratio_has_the_exact_mean_with_circular_padding():
 def test_one_layer_second_moment_is_the_chapters_rho():
     chans = [1] * 5
     sq, win = _run(chans, n_nets=300)
-    growth = torch.tensor([1.0] * len(chans), dtype=torch.float64)
+    growth = torch.tensor([1.0] * len(chans), dtype=torch.float64, device=sq.device)
     growth[0] = chans[0] / 3
     steps = sq[1:] / (growth.unsqueeze(-1) * win[:-1])
     steps = steps[torch.isfinite(steps)]
@@ -69,10 +69,10 @@ def test_depth_sweep_is_the_chapters_paper_scale_loop():
     for i, (init, kappa) in enumerate(inits.values()):
         for k, d in enumerate(depths):
             sq, win = convnets.conv_relu_lengths(IMAGE, channels(d), init, n_nets=7, gen=gen)
-            log_len = torch.log(sq[-1] / sq[0] * 3 / channels(d)[-1]).numpy()
+            log_len = torch.log(sq[-1] / sq[0] * 3 / channels(d)[-1]).cpu().numpy()
             fac = conv_lengths.one_layer_factors(sq, win, [3] + channels(d), kappa=kappa)
             assert np.array_equal(out["log_length"][i, k], log_len)
-            assert np.array_equal(out["factor"][i, k], fac.numpy())
+            assert np.array_equal(out["factor"][i, k], fac.cpu().numpy())
 
 
 def test_bad_input():

@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from eit.core.device import DTYPE, generator
+from eit.core.device import DTYPE, device
+from eit.core.seeds import generator
 from eit.models import conv_resnet as cr
 from eit.train.sgd import digits, sgd
 
@@ -64,12 +65,12 @@ def test_circular_padding_is_translation_equivariant():
 
 
 def test_batched_norms_match_single_nets():
-    x = torch.rand(3, 1, 6, 6, dtype=DTYPE)
+    x = torch.rand(3, 1, 6, 6, dtype=DTYPE).to(device())
     ratios = cr.forward_sq_norms(x, "standard", channels=3, blocks=2, n_nets=2, gen=generator(5))
     assert ratios.shape == (3, 2, 3)
     gen = generator(5)
     std = cr.init_std("standard", 3, 3)
-    w = [std * torch.randn(2 * 3, c_in, 3, 3, generator=gen, dtype=DTYPE)
+    w = [std * torch.randn(2 * 3, c_in, 3, 3, generator=gen, device=gen.device, dtype=DTYPE)
          for c_in in (1, 3, 3, 3, 3)]
 
     def conv(h, k):

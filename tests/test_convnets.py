@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.sample import convnets
 from eit.sample.laws import he
 
@@ -15,7 +15,7 @@ def test_matches_explicit_conv():
     assert sq.shape == win.shape == (3, 2)
     gen = generator(0)
     init = he()
-    x = img.unsqueeze(0).expand(2, -1, -1, -1)
+    x = img.to(sq.device).unsqueeze(0).expand(2, -1, -1, -1)
     c_in = 2
     for c_out in (3, 4):
         w = init(2, c_out, c_in * 9, gen).reshape(2, c_out, c_in, 3, 3)
@@ -28,7 +28,7 @@ def test_circular_mean_profile_is_kappa_power():
     img = torch.rand(3, 4, 4, dtype=torch.float64)
     prof = convnets.mean_profile(img, [6, 6], kappa=0.5, padding="circular")
     expected = img.square().sum() * torch.tensor([1.0, 0.5 * 2, 0.25 * 2], dtype=torch.float64)
-    assert torch.allclose(prof, expected)
+    assert torch.allclose(prof.cpu(), expected)
 
 
 def test_zero_padding_loses_mass():

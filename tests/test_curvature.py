@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.train import curvature as C
 
 
@@ -66,3 +66,19 @@ def test_bad_arguments():
         C.hessian_spectral_norm(loss_fn, [x], gen=generator(0), rtol=0.0)
     with pytest.raises(ValueError, match="scalar"):
         C.hessian_spectral_norm(lambda: x * 2, [x], gen=generator(0))
+
+
+# -- issue 25: a NaN loss never becomes a spectral norm --------------------------------------
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_non_finite_loss_is_an_error(bad):
+    x = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(ValueError, match="loss"):
+        C.hessian_spectral_norm(lambda: (x**2).sum() * bad, [x], gen=generator(0))
+
+
+def test_a_non_finite_hessian_is_an_error():
+    x = torch.ones(2, dtype=torch.float64, requires_grad=True)
+    # finite loss, infinite curvature: d^2/dx^2 sqrt(x - 1) at x = 1
+    with pytest.raises(FloatingPointError, match="loss_fn"):
+        C.hessian_spectral_norm(lambda: torch.sqrt((x - 1).abs() + 0.0).sum(), [x],
+                                gen=generator(0))

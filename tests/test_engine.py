@@ -14,7 +14,8 @@ import pytest
 import torch
 from scipy import stats as sst
 
-from eit.core.device import generator
+from eit.core.device import device
+from eit.core.seeds import generator
 from eit.core.validate import AllocationTooLarge
 from eit.exact import engine as exact
 from eit.sample import engine as explicit
@@ -40,7 +41,9 @@ F64 = torch.float64
 
 
 def _x(n: int, d: int, seed: int) -> torch.Tensor:
-    return torch.randn(n, d, dtype=F64, generator=torch.Generator().manual_seed(seed))
+    """Inputs drawn on the host (fixed values), placed on the compute device."""
+    return torch.randn(n, d, dtype=F64,
+                       generator=torch.Generator().manual_seed(seed)).to(device())
 
 
 # ----------------------------------------------------------------- reference (autograd)
@@ -124,7 +127,8 @@ def test_explicit_backward_matches_autograd(name):
 
 def test_conv_forward_and_backward_match_autograd():
     net = serial(serial(Conv(3, 3, padding="circular"), ReLU()), serial(Conv(2, 3), ReLU()))
-    x = torch.randn(2, 1, 5, 5, dtype=F64, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(2, 1, 5, 5, dtype=F64,
+                    generator=torch.Generator().manual_seed(0)).to(device())
     t = explicit.trace(net, x, n_nets=2, gen=generator(3), backward="random")
     gen = generator(3)
     xx = x.expand(2, *x.shape).clone().requires_grad_(True)
@@ -159,7 +163,7 @@ def test_weight_norm_layer_matches_autograd():
 # ----------------------------------------------------------------- exact vs explicit
 
 def _ks(a: torch.Tensor, b: torch.Tensor) -> float:
-    return sst.ks_2samp(a.flatten().numpy(), b.flatten().numpy()).pvalue
+    return sst.ks_2samp(a.flatten().cpu().numpy(), b.flatten().cpu().numpy()).pvalue
 
 
 WIDTHS, VARS = [48, 32, 64, 40], [2 / 48, 1.5 / 32, 2 / 64, 2.5 / 40]
@@ -307,7 +311,7 @@ def test_trace_ratios_and_statistics():
     assert t.widths == (3, 5, 5) and t.depth == 2 and t.n_nets == 2
     assert torch.allclose(t.log_grad_w_ratio, t.log_grad_w - t.log_delta[-1] - t.log_h[0])
     assert torch.allclose(t.mean_square, torch.exp(2 * t.log_h) / torch.tensor(
-        [3.0, 5.0, 5.0], dtype=F64).view(-1, 1, 1))
+        [3.0, 5.0, 5.0], dtype=F64, device=t.log_h.device).view(-1, 1, 1))
     with pytest.raises(AttributeError, match="log_f"):
         _ = t.log_f
     with pytest.raises(KeyError, match="log_branch"):
@@ -331,6 +335,8 @@ def test_parallel_draws_do_not_depend_on_the_number_of_threads():
     assert abs(float(one.mean())) < 5 / math.sqrt(n) and abs(float(one.var()) - 1) < 0.01
 
 
+@pytest.mark.cpu_only("eit.sample.laws.chunks is the CPU generator's stream, CPU only by "
+                      "design")
 def test_a_chunked_stream_is_the_draw_whatever_the_buffers_and_threads():
     n = laws.PARALLEL_MIN + 3 * laws.CHUNK // 2
     whole = laws.standard_normal(n, gen=generator(11))
@@ -381,6 +387,7 @@ def test_streamed_layers_draw_the_same_weights_as_whole_layers(monkeypatch, widt
         assert torch.allclose(t.log_grad, whole.log_grad, rtol=0, atol=1e-12)
 
 
+@pytest.mark.cpu_only("the explicit engine streams a layer's weights on the CPU only")
 def test_streamed_layer_weights_have_the_law(monkeypatch):
     """The pre-activations of a streamed He layer on a unit input are N(0, 2/n0)."""
     n0, width, n_nets = 1000, 2100, 2

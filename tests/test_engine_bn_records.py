@@ -11,7 +11,8 @@ import math
 import pytest
 import torch
 
-from eit.core.device import generator
+from eit.core.device import device
+from eit.core.seeds import generator
 from eit.sample import engine as explicit
 from eit.sample import laws
 from eit.sample.layers import BatchNorm, Dense, Serial, serial
@@ -21,7 +22,8 @@ F64 = torch.float64
 
 def _x(n: int, d: int, seed: int, scales=None) -> torch.Tensor:
     x = torch.randn(n, d, dtype=F64, generator=torch.Generator().manual_seed(seed))
-    return x if scales is None else x * torch.tensor(scales, dtype=F64).unsqueeze(-1)
+    x = x if scales is None else x * torch.tensor(scales, dtype=F64).unsqueeze(-1)
+    return x.to(device())                       # host values, placed on the compute device
 
 
 def _bn(h: torch.Tensor, layer: BatchNorm) -> torch.Tensor:
@@ -79,7 +81,8 @@ def _net(d: int, depth: int) -> Serial:
 def test_log_grad_w_batch_op_is_the_spectral_norm_of_autograd_gradients():
     d, n_in, depth, n_nets = 3, 4, 3, 2
     x = _x(n_in, d, 5, [1.0, 0.1, 3.0, 20.0])
-    r = torch.randn(n_nets, n_in, d, dtype=F64, generator=torch.Generator().manual_seed(6))
+    r = torch.randn(n_nets, n_in, d, dtype=F64,
+                    generator=torch.Generator().manual_seed(6)).to(device())
     t = explicit.trace(_net(d, depth), x, n_nets=n_nets, gen=generator(7), backward=r,
                        record={"log_grad_w_batch_op", "log_grad_w_batch"})
     gen = generator(7)

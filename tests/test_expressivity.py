@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.models import expressivity as ex
 
 F64 = torch.float64
@@ -13,7 +13,7 @@ F64 = torch.float64
 
 def test_unit_sphere_norms():
     x = ex.unit_sphere(50, 7, gen=generator(0))
-    assert torch.allclose(x.norm(dim=1), torch.ones(50, dtype=F64))
+    assert torch.allclose(x.norm(dim=1), torch.ones(50, dtype=F64, device=x.device))
 
 
 def test_min_sq_distance():
@@ -27,7 +27,7 @@ def test_lemma_b1_moves_S_and_fixes_rest(seed):
     g = generator(seed)
     alpha = ex.unit_sphere(40, 30, gen=g)
     S = torch.arange(5, 12)
-    target = torch.randn(7, 30, generator=g, dtype=F64)
+    target = torch.randn(7, 30, generator=g, device=g.device, dtype=F64)
     rho_p = 0.2
     if not ex.lemma_b1_conditions(alpha, S, rho_p)["needed"]:
         return
@@ -52,10 +52,10 @@ def test_build_fits_all_points():
     g = generator(1)
     n, d, r = 300, 100, 7
     x = ex.unit_sphere(n, d, gen=g)
-    labels = torch.randint(0, r, (n,), generator=g)
+    labels = torch.randint(0, r, (n,), generator=g, device=g.device)
     net = ex.build(x, labels, r, 150, 0.2, gen=g)
     _, y = ex.forward(net, x)
-    assert torch.allclose(y, torch.eye(r, dtype=F64)[labels], atol=1e-12)
+    assert torch.allclose(y, torch.eye(r, dtype=F64, device=y.device)[labels], atol=1e-12)
     assert net.ell == 2
     assert ex.parameter_count(net, d) == 150 * d + 2 * (2 * 150**2 + 150) + r * 150 + r * r + r
 
@@ -97,7 +97,7 @@ def test_bad_arguments():
 def test_build_records_conditions():
     g = generator(2)
     x = ex.unit_sphere(60, 40, gen=g)
-    labels = torch.randint(0, 3, (60,), generator=g)
+    labels = torch.randint(0, 3, (60,), generator=g, device=g.device)
     net = ex.build(x, labels, 3, 30, 0.2, gen=g)
     assert len(net.conditions) == net.ell + 1
     assert all(set(c) == {"norms", "printed", "corrected", "needed"} for c in net.conditions)
@@ -114,16 +114,16 @@ def test_block_errors_small_where_corrected_hypotheses_hold():
     g = generator(3)
     k, n, r = 128, 300, 5
     z = ex.unit_sphere(n, k, gen=g)
-    labels = torch.randint(0, r, (n,), generator=g)
+    labels = torch.randint(0, r, (n,), generator=g, device=g.device)
     net = ex.build(z, labels, r, k, 0.2, gen=g, project=False)
-    assert torch.equal(net.A0, torch.eye(k, dtype=F64))
+    assert torch.equal(net.A0, torch.eye(k, dtype=F64, device=net.A0.device))
     assert len(net.block_errors) == net.ell + 1
     for c, err in zip(net.conditions, net.block_errors, strict=True):
         if c["norms"] and c["corrected"]:
             assert c["needed"] and err < 1e-12
     _, y = ex.forward(net, z)
     if all(c["norms"] and c["corrected"] for c in net.conditions):
-        assert torch.allclose(y, torch.eye(r, dtype=F64)[labels], atol=1e-12)
+        assert torch.allclose(y, torch.eye(r, dtype=F64, device=y.device)[labels], atol=1e-12)
 
 
 def test_block_errors_detect_a_moved_outsider():

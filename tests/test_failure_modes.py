@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.exact import moments as fm
 from eit.sample.laws import he
 
@@ -78,7 +78,7 @@ def test_lengths_match_relu_mlp_without_bias():
     x = torch.randn(3, 6, dtype=torch.float64)
     a = fm.relu_mlp_lengths(x, [5, 4], he(), n_nets=2, gen=generator(1))
     b = relu_mlp(x, [5, 4], he(), n_nets=2, gen=generator(1))
-    widths = torch.tensor([6, 5, 4], dtype=torch.float64).view(-1, 1, 1)
+    widths = torch.tensor([6, 5, 4], dtype=torch.float64, device=a.device).view(-1, 1, 1)
     assert torch.allclose(a, torch.exp(2 * b.log_h) / widths)
 
 
@@ -212,7 +212,7 @@ def test_relu_residual_chain_matches_explicit_modules():
                                                 n_nets=20000, gen=generator(2),
                                                 observe=lambda h: h.sum(-1))
     assert log_s.shape == sum_s.shape == (4, 20000)
-    assert torch.allclose(log_s[0], torch.log(x.norm()).expand(20000))
+    assert torch.allclose(log_s[0].cpu(), torch.log(x.norm()).expand(20000))
     for a, b in ((torch.exp(2 * log_s), torch.exp(2 * log_e[:, :, 0])), (sum_s, sum_e[:, :, 0])):
         ma, mb = a.mean(1), b.mean(1)
         se = (a.var(1) / 20000 + b.var(1) / 20000).sqrt()

@@ -51,7 +51,7 @@ def test_mean_ratio_after_and_monotonicity_are_the_chapters():
     assert g.shape == (81, 6)                         # (depth + 1, n_nets)
     gt = g.T                                          # the chapter's former (n_nets, depth + 1)
     entry = (gt < 1e-3).double().argmax(dim=1)
-    window = (entry.view(-1, 1) + torch.arange(5)).clamp_max(gt.shape[1] - 2)
+    window = (entry.view(-1, 1) + torch.arange(5, device=gt.device)).clamp_max(gt.shape[1] - 2)
     old = (gt[:, 1:] / gt[:, :-1]).gather(1, window).mean(dim=1)
     assert torch.equal(gd.mean_ratio_after(g, 1e-3, 5), old)
     mono = gd.non_increasing_steps([g])

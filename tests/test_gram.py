@@ -4,7 +4,7 @@ import pytest
 import torch
 from scipy import stats as sst
 
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.exact import chains as gram
 from eit.sample import laws as I
 from eit.sample import mlp as P
@@ -25,10 +25,10 @@ def test_norm_chain_matches_explicit_forward_and_backward():
     ex = explicit(x, 6000, 1, delta="random")
     ch = gram.norm_chain(24, WIDTHS, VARS, n_nets=6000, gen=generator(2), delta="random")
     for l in range(1, len(WIDTHS) + 1):
-        assert sst.ks_2samp(ex.log_h[l, :, 0], ch.log_h[l, :, 0]).pvalue > 1e-3, l
+        assert sst.ks_2samp(ex.log_h[l, :, 0].cpu(), ch.log_h[l, :, 0].cpu()).pvalue > 1e-3, l
     for l in range(len(WIDTHS)):
-        assert sst.ks_2samp(ex.log_delta[l, :, 0], ch.log_delta[l, :, 0]).pvalue > 1e-3, l
-        assert sst.ks_2samp(ex.log_grad_w[l, :, 0], ch.log_grad_w[l, :, 0]).pvalue > 1e-3, l
+        for a, b in ((ex.log_delta, ch.log_delta), (ex.log_grad_w, ch.log_grad_w)):
+            assert sst.ks_2samp(a[l, :, 0].cpu(), b[l, :, 0].cpu()).pvalue > 1e-3, l
 
 
 def test_gram_chain_matches_explicit_forward():
@@ -37,9 +37,9 @@ def test_gram_chain_matches_explicit_forward():
     gc = gram.gram_chain(x, WIDTHS, VARS, n_nets=4000, gen=generator(5))
     assert torch.allclose(gc.log_h[0], ex.log_h[0])
     for k in range(4):
-        assert sst.ks_2samp(ex.log_h[-1, :, k], gc.log_h[-1, :, k]).pvalue > 1e-3, k
+        assert sst.ks_2samp(ex.log_h[-1, :, k].cpu(), gc.log_h[-1, :, k].cpu()).pvalue > 1e-3, k
     # a joint statistic of the inputs (they share the weights): the sum of their log-norms
-    assert sst.ks_2samp(ex.log_h[-1].sum(-1), gc.log_h[-1].sum(-1)).pvalue > 1e-3
+    assert sst.ks_2samp(ex.log_h[-1].sum(-1).cpu(), gc.log_h[-1].sum(-1).cpu()).pvalue > 1e-3
 
 
 def test_norm_chain_is_finite_at_depth_1000_in_any_regime():
@@ -79,4 +79,4 @@ def test_gram_chain_with_more_inputs_than_dimensions():
     ex = explicit(x, 3000, 8)
     gc = gram.gram_chain(x, WIDTHS, VARS, n_nets=3000, gen=generator(9))
     for k in range(6):
-        assert sst.ks_2samp(ex.log_h[-1, :, k], gc.log_h[-1, :, k]).pvalue > 1e-3, k
+        assert sst.ks_2samp(ex.log_h[-1, :, k].cpu(), gc.log_h[-1, :, k].cpu()).pvalue > 1e-3, k

@@ -40,7 +40,7 @@ def test_random_instance_is_the_chapter_draw():
     A0 = scale / d**0.5 * randn(2, ell, d, d, gen=gen)
     R0 = randn(2, d, d, gen=gen) / d**0.5
     L = randn(2, d, d, gen=gen)
-    S0 = L @ L.mT / d + 0.1 * torch.eye(d, dtype=torch.float64)
+    S0 = L @ L.mT / d + 0.1 * torch.eye(d, dtype=torch.float64, device=L.device)
     assert torch.equal(A, A0) and torch.equal(R, R0) and torch.equal(Sigma, S0)
 
 
@@ -69,11 +69,11 @@ def test_group_gradients_is_the_chapter_loop():
     gen, chol = generator(3), torch.linalg.cholesky(Sigma0)
     old = []
     for _ in range(4):
-        x = randn(50, 3, gen=gen) @ chol.mT
-        A = A0.clone().requires_grad_(True)
-        lr.sample_loss(A, R0, x, randn(50, 3, gen=gen)).mean().backward()
+        x = randn(50, 3, gen=gen) @ chol.mT.to(gen.device)
+        A = A0.clone().to(x.device).requires_grad_(True)
+        lr.sample_loss(A, R0.to(x.device), x, randn(50, 3, gen=gen)).mean().backward()
         old.append(A.grad)
-    assert torch.equal(got, torch.stack(old))
+    assert torch.equal(got, torch.stack(old).cpu())
 
 
 def test_relative_error_and_printed_gradient_error():
@@ -104,7 +104,7 @@ def test_random_ball_instances_is_the_chapter_draw():
     A0 = G / torch.linalg.matrix_norm(G, ord=2)[..., None, None] * u
     R0, L = randn(n, d, d, gen=gen), randn(n, d, d, gen=gen)
     scale = torch.exp(randn(n, gen=gen))[:, None, None]
-    S0 = scale * L @ L.mT / d + 1e-3 * torch.eye(d, dtype=torch.float64)
+    S0 = scale * L @ L.mT / d + 1e-3 * torch.eye(d, dtype=torch.float64, device=L.device)
     for new, old in ((A, A0), (R, R0), (Sigma, S0), (tau, tau0)):
         assert torch.equal(new, old)
 
@@ -189,7 +189,7 @@ def test_norms_by_depth_is_the_chapter_loop():
 @settings(max_examples=20, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 40), st.integers(0, 2**31 - 1))
 def test_psd_root_factors_reproduce_the_target(d, ell, seed):
-    U = haar_orthogonal(1, d, d, gen=generator(seed))[0].numpy()
+    U = haar_orthogonal(1, d, d, gen=generator(seed))[0].cpu().numpy()
     z = np.geomspace(1 / 8, 8, d)
     A = nif.psd_root_factors(U, z, ell)
     assert np.allclose(nif.product(A), U @ np.diag(z) @ U.T, atol=1e-9)
@@ -222,7 +222,7 @@ def test_random_labelled_and_label_errors_are_the_chapter_code():
     assert torch.equal(x, x0) and torch.equal(labels, labels0)
     net = ex.build(x, labels, 3, 20, 0.2, gen=generator(10))
     _, y_hat = ex.forward(net, x)
-    old = (y_hat - torch.eye(3, dtype=torch.float64)[labels]).abs().amax(1)
+    old = (y_hat - torch.eye(3, dtype=torch.float64, device=y_hat.device)[labels]).abs().amax(1)
     assert torch.equal(ex.label_errors(net, x, labels), old)
     log = ex.block_log(net, 1e-12)
     assert log == [(c["norms"] and c["corrected"], e <= 1e-12)

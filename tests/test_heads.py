@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.sample import heads
 from eit.sample.laws import he
 from eit.sample.mlp import relu_mlp
@@ -24,15 +24,16 @@ def test_random_labels_range():
 def test_gradient_matches_autograd():
     head, gen = _head()
     h = torch.randn(2, 4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
-    h.requires_grad_(True)
+    h = h.to(head.weight.device).requires_grad_(True)
     head.loss(h).sum().backward()
     assert torch.allclose(head(h.detach()), h.grad)
 
 
 def test_grad_logits_sums_to_zero():
     head, _ = _head()
-    h = torch.rand(2, 4, 5, dtype=torch.float64)
-    assert torch.allclose(head.grad_logits(h).sum(-1), torch.zeros(2, 4, dtype=torch.float64))
+    h = torch.rand(2, 4, 5, dtype=torch.float64).to(head.weight.device)
+    assert torch.allclose(head.grad_logits(h).sum(-1),
+                          torch.zeros(2, 4, dtype=torch.float64, device=h.device))
 
 
 def test_head_in_relu_mlp():

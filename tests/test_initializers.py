@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sst
 
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.sample import laws as I
 
 dims = st.integers(min_value=1, max_value=12)
@@ -20,7 +20,8 @@ def test_haar_samples_are_semi_orthogonal(n_nets, fan_out, fan_in, seed):
     q = I.haar_orthogonal(n_nets, fan_out, fan_in, gen=generator(seed))
     assert q.shape == (n_nets, fan_out, fan_in)
     gram = q @ q.transpose(-2, -1) if fan_out <= fan_in else q.transpose(-2, -1) @ q
-    assert torch.allclose(gram, torch.eye(min(fan_out, fan_in), dtype=q.dtype), atol=1e-10)
+    eye = torch.eye(min(fan_out, fan_in), dtype=q.dtype, device=q.device)
+    assert torch.allclose(gram, eye, atol=1e-10)
 
 
 def test_haar_is_invariant_under_a_fixed_rotation():
@@ -30,7 +31,7 @@ def test_haar_is_invariant_under_a_fixed_rotation():
     q = I.haar_orthogonal(n, d, d, gen=generator(2))
     rotated = o @ q
     for stat in (lambda m: m[:, 0, 0], lambda m: torch.diagonal(m, dim1=-2, dim2=-1).sum(-1)):
-        assert sst.ks_2samp(stat(q).numpy(), stat(rotated).numpy()).pvalue > 1e-3
+        assert sst.ks_2samp(stat(q).cpu().numpy(), stat(rotated).cpu().numpy()).pvalue > 1e-3
     # and the entries have the Haar second moment 1/d
     assert abs(q[:, 2, 3].square().mean().item() - 1 / d) < 4 * math.sqrt(2 / d**2 / n) * 2
 
@@ -62,7 +63,7 @@ def test_truncated_normal_variance_and_support():
 
 def test_sphere_rows_have_unit_norm():
     w = I.sphere_rows(3, 7, 5, gen=generator(6), radius=2.0)
-    assert torch.allclose(w.norm(dim=-1), torch.full((3, 7), 2.0, dtype=w.dtype))
+    assert torch.allclose(w.norm(dim=-1), torch.full((3, 7), 2.0, dtype=w.dtype, device=w.device))
 
 
 def test_named_schemes_variances():

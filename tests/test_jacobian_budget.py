@@ -58,13 +58,13 @@ def test_arrays_round_trip_and_depth_selection():
     arrays = jb.to_arrays(runs, [2])
     assert sorted(arrays) == ["d2_far_S", "d2_far_d3", "d2_far_d6", "d2_far_phi0"]
     # the stored layout of the files in data/ is (n_nets, len(depths))
-    assert np.array_equal(arrays["d2_far_d6"], b.d6.T.numpy())
-    assert np.array_equal(arrays["d2_far_d3"], b.d3.T.numpy())
+    assert np.array_equal(arrays["d2_far_d6"], b.d6.T.cpu().numpy())
+    assert np.array_equal(arrays["d2_far_d3"], b.d3.T.cpu().numpy())
     assert arrays["d2_far_d6"].flags["C_CONTIGUOUS"] and arrays["d2_far_phi0"].shape == ()
     back = jb.from_arrays(arrays, {"meta": {"dims": [2], "depths": DEPTHS}}, [1, 4])
     got = back[2, "far"]
-    assert got.phi0 == b.phi0 and torch.equal(got.S, b.S)
-    assert torch.equal(got.d6, b.d6[[0, 2]]) and torch.equal(got.d3, b.d3[[0, 2]])
+    assert got.phi0 == b.phi0 and torch.equal(got.S, b.S.cpu())   # stored data: on the host
+    assert torch.equal(got.d6, b.d6[[0, 2]].cpu()) and torch.equal(got.d3, b.d3[[0, 2]].cpu())
     with pytest.raises(ValueError, match="depths"):
         jb.from_arrays(arrays, {"meta": {"dims": [2], "depths": DEPTHS}}, [8])
 

@@ -197,7 +197,8 @@ def _chapter_log_length_per_net(lr):
 def test_log_length_per_net_matches_the_chapter():
     from eit.sample.mlp import relu_mlp
 
-    x = torch.randn(4, 6, generator=generator(1), dtype=torch.float64)
+    g = generator(1)
+    x = torch.randn(4, 6, generator=g, device=g.device, dtype=torch.float64)
     lr = relu_mlp(x / x.norm(dim=-1, keepdim=True), [6] * 6, he(), n_nets=50,
                   gen=generator(2)).log_h_ratio
     assert torch.equal(log_lengths.log_length_per_net(lr[6]),
@@ -214,7 +215,7 @@ def test_equal_width_log_ratios_match_the_chapter_loop():
     g1, g2 = generator(5), generator(5)
     for init in list(fm.named_initializers().values())[:3]:
         for depth in (4, 6):
-            xs = torch.randn(3, depth, generator=g1, dtype=torch.float64)
+            xs = torch.randn(3, depth, generator=g1, device=g1.device, dtype=torch.float64)
             xs = xs / xs.norm(dim=-1, keepdim=True)
             chapter = relu_mlp(xs, [depth] * depth, init, n_nets=7, gen=g1).log_h_ratio
             got = log_lengths.equal_width_log_ratios(init, depth, n_inputs=3, n_nets=7,
@@ -232,7 +233,7 @@ def test_equal_width_log_lengths_match_the_chapter_paper_scale_block():
         g1, g2 = generator(7), generator(7)
         dp = 6
         if chain_var is None:       # the chapter's former explicit branch
-            x_ = torch.randn(1, dp, generator=g1, dtype=torch.float64)
+            x_ = torch.randn(1, dp, generator=g1, device=g1.device, dtype=torch.float64)
             lr = relu_mlp(x_ / x_.norm(), [dp] * dp, init, n_nets=20,
                           gen=g1).log_h_ratio[dp, :, 0]
         else:                       # the chapter's former norm-chain branch
@@ -274,8 +275,9 @@ def test_gradient_norms_match_the_chapter_recorder():
     m = smlp.shaped_mlp(runs=3, width=5, depth=4, n_in=6, n_classes=3,
                         gains=smlp.power_gains(4, 1.0), activation=torch.tanh,
                         gen=generator(0), dtype=torch.float32)
-    xb = torch.randn(8, 6, generator=generator(1)).float()
-    yb = torch.arange(8) % 3
+    g = generator(1)
+    xb = torch.randn(8, 6, generator=g, device=g.device).float()
+    yb = torch.arange(8, device=xb.device) % 3
     x = xb.expand(m.runs, *xb.shape)             # the chapter's former grad_norms
     loss = torch.nn.functional.cross_entropy(m(x).transpose(1, 2), yb.expand(m.runs, -1))
     (g,) = torch.autograd.grad(loss * m.runs, [m.ws])
@@ -283,9 +285,11 @@ def test_gradient_norms_match_the_chapter_recorder():
 
 
 def test_random_displacement_matches_the_chapter_and_keeps_norms():
-    moved = torch.randn(2, 3, 4, 4, generator=generator(5), dtype=torch.float64)
+    g = generator(5)
+    moved = torch.randn(2, 3, 4, 4, generator=g, device=g.device, dtype=torch.float64)
     gen = generator(6)
-    noise = torch.randn(moved.shape, generator=gen, dtype=moved.dtype)  # the chapter's code
+    noise = torch.randn(moved.shape, generator=gen, device=gen.device,
+                        dtype=moved.dtype)                        # the chapter's code
     noise *= (moved.flatten(2).norm(dim=2) / noise.flatten(2).norm(dim=2))[..., None, None]
     got = smlp.random_displacement(moved, generator(6))
     assert torch.equal(got, noise)

@@ -37,7 +37,7 @@ def test_length_moment_is_the_chapters_mean():
 def test_step_deviation_is_the_chapters_statistic():
     etas = [0.9**k for k in range(1, 8)]
     log_len, unit_sum = _chain(etas)
-    e_ = torch.tensor(etas, dtype=torch.float64).unsqueeze(-1)
+    e_ = torch.tensor(etas, dtype=torch.float64, device=unit_sum.device).unsqueeze(-1)
     law = rr.mean_factor(e_, unit_sum[:-1], 5)
     ratio = torch.exp(2 * torch.diff(log_len, dim=0))
     assert lm.step_deviation(log_len, law) == stats.mean((ratio - law).mean(0))
@@ -46,8 +46,8 @@ def test_step_deviation_is_the_chapters_statistic():
 def test_step_deviation_of_the_exact_chain_is_small():
     etas = [0.5] * 6
     log_len, unit_sum = _chain(etas, n_nets=4000, seed=3)
-    law = rr.mean_factor(torch.tensor(etas, dtype=torch.float64).unsqueeze(-1),
-                         unit_sum[:-1], 5)
+    law = rr.mean_factor(torch.tensor(etas, dtype=torch.float64,
+                                      device=unit_sum.device).unsqueeze(-1), unit_sum[:-1], 5)
     est = lm.step_deviation(log_len, law)
     assert abs(est.value) < 5 * est.se
 

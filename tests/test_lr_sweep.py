@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eit.core.device import device
 from eit.core.seeds import generator
 from eit.models.residual_growth import block_growth_ratio
 from eit.models.wn_init import wn_mlp_model, wn_resnet_model
@@ -104,7 +105,8 @@ def test_train_batch_and_spaced_digits():
     data = digits(seed=1)
     gen_a, gen_b = generator(5), generator(5)
     x, y = train_batch(data, 10, gen=gen_a)
-    idx = torch.randperm(len(data.x_train), generator=gen_b, device=gen_b.device)[:10]
+    idx = torch.randperm(len(data.x_train), generator=gen_b,
+                         device=gen_b.device)[:10].to(data.x_train.device)
     assert torch.equal(x, data.x_train[idx]) and torch.equal(y, data.y_train[idx])
     assert torch.equal(gen_a.get_state(), gen_b.get_state())
     with pytest.raises(ValueError, match="size"):
@@ -132,7 +134,7 @@ def test_hidden_gradient_growth_is_the_chapters_ratio():
     net = wn_mlp_model("data_dependent", d_in=64, widths=[16] * 5, d_out=10, gen=generator(2),
                        data=digits(seed=0).x_train[:64])
     data = digits(seed=0)
-    x, y = data.x_train[:32], data.y_train[:32]
+    x, y = data.x_train[:32].to(device()), data.y_train[:32].to(device())
     hidden = net.features(x)
     loss = F.cross_entropy(net.head(hidden[-1]), y)
     sq = torch.stack([g.square().sum() for g in torch.autograd.grad(loss, hidden)])
@@ -142,7 +144,7 @@ def test_hidden_gradient_growth_is_the_chapters_ratio():
 
 
 def test_loss_hessian_norms_is_the_chapters_computation():
-    x, y = spaced_digits(40, on=torch.device("cpu"))
+    x, y = spaced_digits(40, on=device())
     built = [wn_resnet_model("proposed", d_in=64, width=8, d_out=10, blocks=2,
                              gen=generator(k), data=x) for k in range(3)]
     nets = stack(built)
@@ -158,13 +160,13 @@ def test_loss_hessian_norms_is_the_chapters_computation():
 
 
 def test_block_growth_ratio_is_the_chapters_ratio():
-    x, _ = spaced_digits(40, on=torch.device("cpu"))
+    x, _ = spaced_digits(40, on=device())
     built = [wn_resnet_model("proposed", d_in=64, width=8, d_out=10, blocks=3,
                              gen=generator(k), data=x) for k in range(4)]
     feats = stack(built).features(x)
     q = [1 + 1 / 3] * 3
     sq = torch.stack([h.detach().square().sum(-1) for h in feats])
-    qt = torch.tensor(q, dtype=torch.float64)[:, None, None]
+    qt = torch.tensor(q, dtype=torch.float64, device=sq.device)[:, None, None]
     old = ((sq[1:] - 0.0) / (qt * sq[:-1])).mean((0, 2))
     assert torch.equal(block_growth_ratio(feats, q), old)
     assert math.isclose(float(block_growth_ratio(feats, q).mean()), 1.0, rel_tol=0.5)

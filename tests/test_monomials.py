@@ -6,7 +6,7 @@ import pytest
 import sympy as sp
 import torch
 
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.exact.weingarten import haar_moment
 from eit.sample.monomials import pooled_monomial_samples
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.exact import one_layer as exact
 from eit.sample.mlp import one_layer
 
@@ -48,3 +48,27 @@ def test_exact_law_of_one_relu_layer():
     assert exact.relu_layer_tail(m, 5.0) < 1e-12
     q = exact.relu_layer_distortion_quantile(m, 0.5)
     assert 0 < q < 1
+
+
+# -- issue 25: probabilities stay in [0, 1]; extreme widths are computed or refused ---------------
+def test_tails_never_exceed_one():
+    assert exact.relu_layer_tail(887, 0) <= 1
+    for m in range(1, 3000, 29):
+        assert 0 <= exact.relu_layer_tail(m, 0.0) <= 1
+        assert 0 <= exact.gaussian_layer_tail(m, 0.0) <= 1
+        assert 0 <= exact.relu_layer_sq_ratio_cdf(m, 1.0) <= 1
+
+
+def test_extreme_widths():
+    big = 10**7                                             # summed over the bulk only
+    p = exact.relu_layer_tail(big, 1e-2)
+    assert 0 < p < 1e-40                                    # about 2 Phi(-14): sd sqrt(5/m)
+    assert 0 < exact.relu_layer_mean_distortion(big) < 1e-3
+    assert exact.relu_layer_sq_ratio_cdf(big, 1.0) == pytest.approx(0.5, abs=1e-3)
+    for call in (lambda m: exact.relu_layer_tail(m, 0.1), exact.relu_layer_mean_distortion,
+                 lambda m: exact.relu_layer_sq_ratio_cdf(m, 1.0),
+                 lambda m: exact.gaussian_layer_tail(m, 0.1)):
+        with pytest.raises(ValueError, match="m must be at most"):
+            call(exact.MAX_WIDTH + 1)
+    assert exact.relu_layer_tail(5, 1e300) == 0.0
+    assert exact.relu_layer_sq_ratio_cdf(5, 1e300) == pytest.approx(1.0, abs=1e-12)

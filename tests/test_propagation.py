@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from eit.core.device import generator
+from eit.core.device import device
+from eit.core.seeds import generator
 from eit.sample import laws as I
 from eit.sample import mlp as P
 from eit.verdicts import stats
@@ -33,7 +34,8 @@ def reference(x, weights, delta):
 
 def test_matches_autograd_on_a_small_network():
     widths, n_nets = [7, 5, 6], 3
-    x = torch.randn(4, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(4, 3, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(0)).to(device())
     init = I.he("fan_in")
     gen = generator(11)
     stats_ = P.relu_mlp(x, widths, init, n_nets=n_nets, gen=gen, delta="random")
@@ -41,14 +43,16 @@ def test_matches_autograd_on_a_small_network():
     replay = generator(11)
     fans = [3, *widths]
     weights = [init(n_nets, o, i, replay) for i, o in zip(fans[:-1], fans[1:])]
-    delta = torch.randn(n_nets, 4, widths[-1], generator=replay, dtype=torch.float64)
+    delta = torch.randn(n_nets, 4, widths[-1], generator=replay, device=replay.device,
+                        dtype=torch.float64)
     ref_h, ref_grad = reference(x, weights, delta)
     assert torch.allclose(stats_.log_h, ref_h.log(), atol=1e-10)
     assert torch.allclose(stats_.log_grad_w, ref_grad.log(), atol=1e-10)
 
 
 def test_loss_gradient_callable_is_masked_at_the_top():
-    x = torch.randn(2, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(2, 4, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(1)).to(device())
     ones = P.relu_mlp(x, [5], I.he(), n_nets=2, gen=generator(3), delta=torch.ones_like)
     replay = generator(3)
     w = I.he()(2, 5, 4, replay)
@@ -163,7 +167,7 @@ def test_one_layer_chunk_bounds_a_single_wide_network():
     from scipy import stats as sst
 
     for k in range(3):
-        assert sst.ks_2samp(small[:, k], big[:, k]).pvalue > 1e-3
+        assert sst.ks_2samp(small[:, k].cpu(), big[:, k].cpu()).pvalue > 1e-3
 
 
 def test_one_layer_conditional_draws_match_explicit_weights():
@@ -171,7 +175,7 @@ def test_one_layer_conditional_draws_match_explicit_weights():
     from scipy import stats as sst
 
     u = torch.randn(2, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
-    cond = P.one_layer(u, 32, n_nets=4000, gen=generator(7))
+    cond = P.one_layer(u, 32, n_nets=4000, gen=generator(7)).cpu()   # ref is on the host
     r = torch.randn(4000, 32, 6, dtype=torch.float64,
                     generator=torch.Generator().manual_seed(8)) * (2 / 32) ** 0.5
     ref = (r @ u.T).clamp_min(0).square().sum(-2) / u.square().sum(-1)

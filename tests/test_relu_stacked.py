@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from eit.core.device import generator
+from eit.core.device import device
+from eit.core.seeds import generator
 from eit.models import relu_stacked as hr
 from eit.sample.laws import he
 from eit.train import batched
@@ -14,7 +15,7 @@ from eit.train.sgd import digits
 
 def test_mlp_shapes_and_independent_nets():
     net = hr.mlp([7, 5], he(), n_nets=3, gen=generator(0))
-    x = torch.rand(4, 64, dtype=torch.float64)
+    x = torch.rand(4, 64, dtype=torch.float64).to(device())
     out = net(x)
     assert out.shape == (3, 4, 10)
     assert not torch.allclose(out[0], out[1])
@@ -27,7 +28,7 @@ def test_mlp_shapes_and_independent_nets():
 def test_residual_with_zero_scales_is_plain_net():
     gen = generator(1)
     res = hr.residual([0.0, 0.0], he(), width=5, n_nets=2, gen=gen)
-    x = torch.rand(3, 64, dtype=torch.float64)
+    x = torch.rand(3, 64, dtype=torch.float64).to(device())
     h = torch.relu(x @ res.weights[0][0].T)                # modules add nothing when eta = 0
     assert torch.allclose(res(x)[0], h @ res.weights[-1][0].T)
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 from scipy import stats
 
-from eit.core.device import DTYPE, generator
+from eit.core.device import DTYPE, device
+from eit.core.seeds import generator
 from eit.models import batchnorm as bnm
 from eit.models.repeated_batch import (
     compact_batch,
@@ -18,10 +19,10 @@ from eit.sample.laws import haar_orthogonal
 
 def test_bn_of_the_full_batch_is_the_compact_one_expanded():
     gen = generator(3)
-    x = torch.randn(5, 3, generator=torch.Generator().manual_seed(0), dtype=DTYPE)
+    x = torch.randn(5, 3, generator=torch.Generator().manual_seed(0), dtype=DTYPE).to(device())
     copies = [2, 1, 3]
     full, y = expand_batch(x, copies), compact_batch(x, copies)
-    m = torch.tensor(copies, dtype=DTYPE)
+    m = torch.tensor(copies, dtype=DTYPE, device=x.device)
     for _ in range(4):  # X_l = Y_l diag(m)^{-1/2} E, layer after layer
         w = haar_orthogonal(1, 5, 5, gen=gen)[0]
         full, y = bnm.bn(w @ full), bnm.bn(w @ y)

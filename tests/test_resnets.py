@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.sample import resnets
 from eit.sample.laws import gaussian, he
 

@@ -60,3 +60,34 @@ def test_bad_input():
         sot.rank_association([0.0, 1.0], [[1], [2]], 10, alpha=1.5)
     with pytest.raises(ValueError, match="max_epochs"):
         sot.mean_epochs([1, None], 0)
+
+
+# -- issue 25: the library's own sentinel and other impossible epochs are refused ------------------
+@pytest.mark.parametrize(("reached", "match"), [
+    ([-1, -1, 3, 4], r"reached\[0\] is -1"),
+    ([3, 0, 4], r"reached\[1\] must lie in \[1, max_epochs=10\]"),
+    ([3, 11], r"reached\[1\] must lie in \[1, max_epochs=10\]"),
+    ([3.7, 4], r"reached\[0\] must be an int"),
+    ([3, True], r"reached\[1\] must be an int"),
+    ([], "reached must hold at least one run"),
+    ("34", "reached must be a sequence"),
+])
+def test_impossible_epochs_are_refused(reached, match):
+    for call in (sot.mean_epochs, sot.epoch_summary, sot.censored_epochs):
+        with pytest.raises((ValueError, TypeError), match=match):
+            call(reached, 10)
+
+
+def test_rank_tests_refuse_the_sentinel_and_bad_predictors():
+    with pytest.raises(ValueError, match=r"runs\[0\]\[0\] is -1"):
+        sot.rank_association([0.0, 1.0], [[-1, -1], [3, 4]], 10, alpha=0.01)
+    with pytest.raises(ValueError, match=r"runs\[1\]\[1\]"):
+        sot.pooled_kendall([0.0, 1.0], [[1, 2], [3, 0]], 10)
+    with pytest.raises(ValueError, match=r"predictor\[1\]"):
+        sot.pooled_kendall([0.0, float("nan")], [[1, 2], [3, 4]], 10)
+    with pytest.raises(ValueError, match="max_epochs"):
+        sot.pooled_kendall([0.0, 1.0], [[1, 2], [3, 4]], 0)
+    import numpy as np
+
+    tau, _ = sot.pooled_kendall(np.array([0.0, 1.0]), [np.array([1, 2]), [3, None]], 10)
+    assert tau.value > 0

@@ -221,7 +221,7 @@ def test_probability_bounds():
                  scope=PAPER).outcome == REFUTED
     v = bound(*HEAD, bound=0.05, failures=proportion(0, 20000), criterion=INEQ, scope=PAPER)
     assert v.kind == CONSISTENCY  # the true probability is about 0: the bound is not tested
-    assert bound(*HEAD, bound=1.5, failures=proportion(3, 10), criterion=INEQ,
+    assert bound(*HEAD, bound=1.0, failures=proportion(3, 10), criterion=INEQ,
                  scope=PAPER).kind == CONSISTENCY
     assert bound(*HEAD, bound=0.05, failures=proportion(0, 8), criterion=INEQ,
                  scope=PAPER).outcome == INCONCLUSIVE
@@ -362,3 +362,143 @@ def test_detectable_effects_of_the_one_sided_tests():
         stats.positive(0.3, alpha=0.01)
     with pytest.raises(ValueError, match="n must be"):
         stats.kendall_detectable(1, 0.01)
+
+
+# -- issue 25: degenerate evidence never confirms; exact() never executes text -----------------
+def _degenerate():
+    """Estimates with standard error 0, each from a way the library can produce one."""
+    from eit.verdicts.fits import sample_slope
+
+    return {
+        "one sample": Estimate(1.0, 0.0, 1),
+        "constant samples": mean([2.0] * 50),
+        "median of tied data": stats.median([1.0] * 90 + list(np.linspace(2, 3, 10))),
+        "frequency at p = 0": stats.frequency_estimate(proportion(3, 100), 0.0),
+        "slope of an exact line": sample_slope([1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0]),
+    }
+
+
+@pytest.mark.parametrize("case", list(_degenerate()))
+def test_degenerate_estimates_are_refused_by_every_check(case):
+    e = _degenerate()[case]
+    assert e.se == 0
+    kw = dict(scope=PAPER)
+    with pytest.raises(ValueError, match="estimate has standard error 0"):
+        agree(*HEAD, theory=e.value, estimate=e, criterion=EXACT_LAW, **kw)
+    with pytest.raises(ValueError, match=r"estimate\[1\] has standard error 0"):
+        agree(*HEAD, theory=[1.0, e.value], estimate=[est(1.0, 0.01), e], criterion=APPROX,
+              **kw)
+    with pytest.raises(ValueError, match="estimate has standard error 0"):
+        at_most(*HEAD, estimate=e, bound=e.value + 1, criterion=INEQ, **kw)
+    with pytest.raises(ValueError, match="estimate has standard error 0"):
+        at_least(*HEAD, estimate=e, bound=e.value - 1, criterion=INEQ, **kw)
+    with pytest.raises(ValueError, match="larger has standard error 0"):
+        order(*HEAD, larger=e, smaller=est(e.value - 1, 0.01), criterion=INEQ, **kw)
+    with pytest.raises(ValueError, match=r"smaller\[0\] has standard error 0"):
+        order(*HEAD, larger=[est(e.value + 1, 0.01)], smaller=[e], criterion=INEQ, **kw)
+    with pytest.raises(ValueError, match=r"estimates\[0\]"):
+        stats.significant_exceedances([e], [e.value - 1], side="above")
+    with pytest.raises(ValueError, match=r"estimates\[0\]"):
+        stats.positive(e, alpha=0.01)
+
+
+def test_kind_exact_is_only_for_exact_values():
+    with pytest.raises(ValueError, match="Monte Carlo"):
+        agree(*HEAD, theory=1.0, estimate=est(1.0, 0.01), criterion=EXACT_LAW, scope=PAPER,
+              kind="exact")
+    with pytest.raises(ValueError, match="Monte Carlo"):
+        at_most(*HEAD, estimate=est(1.0, 0.01), bound=2.0, criterion=INEQ, scope=PAPER,
+                kind="exact")
+    v = agree(*HEAD, theory=1.0, estimate=Estimate(1.0, 0.0, 1), criterion=EXACT_LAW,
+              scope=PAPER, kind="exact")
+    assert v.outcome == CONFIRMED and v.kind == "exact"
+    v = agree(*HEAD, theory=1.0, estimate=Estimate(1.5, 0.0, 1), criterion=EXACT_LAW,
+              scope=PAPER, kind="exact")
+    assert v.outcome == REFUTED
+    with pytest.raises(ValueError, match="kind='exact'"):
+        bound(*HEAD, bound=0.1, failures=proportion(3, 100), criterion=INEQ, scope=PAPER,
+              kind="exact")
+
+
+def test_order_takes_an_exact_reference_with_the_old_zero_se_decision():
+    change = [Estimate(v, 0.2, 32, df=31) for v in (0.1, 0.9, -0.9)]
+    old_d = [c - Estimate(0.0, 0.0, 32) for c in change]    # what a zero-se reference gave
+    for c, d in zip(change, old_d, strict=True):
+        v = order(*HEAD, larger=c, smaller=Exact(0.0), criterion=INEQ, scope=PAPER)
+        lo = d.value - d.critical(INEQ.alpha, sides=1) * d.se
+        hi = d.value + d.critical(INEQ.alpha, sides=1) * d.se
+        assert v.outcome == (CONFIRMED if lo > 0 else REFUTED if hi < 0 else INCONCLUSIVE)
+        w = order(*HEAD, larger=Exact(0.0), smaller=-c, criterion=INEQ, scope=PAPER)
+        assert w.outcome == v.outcome
+    with pytest.raises(TypeError, match="both exact"):
+        order(*HEAD, larger=Exact(1.0), smaller=Exact(0.0), criterion=INEQ, scope=PAPER)
+    with pytest.raises(TypeError, match="Proportions"):
+        order(*HEAD, larger=proportion(3, 10), smaller=Exact(0.0), criterion=INEQ, scope=PAPER)
+
+
+@pytest.mark.parametrize("b", [-0.1, 1.5, -1e-300, 2.0])
+def test_probability_bounds_outside_0_1_are_refused(b):
+    with pytest.raises(ValueError, match="bound"):
+        bound(*HEAD, bound=b, failures=proportion(3, 100), criterion=INEQ, scope=PAPER)
+    with pytest.raises(ValueError, match=r"bound\[1\]"):
+        bound(*HEAD, bound=[0.5, b], failures=[proportion(3, 100)] * 2, criterion=INEQ,
+              scope=PAPER)
+
+
+def test_hand_built_proportions_are_checked():
+    from eit.verdicts.stats import Proportion
+
+    with pytest.raises(ValueError, match="successes"):
+        Proportion(5, 3)
+    with pytest.raises(ValueError, match="trials"):
+        Proportion(0, 0)
+    with pytest.raises(ValueError, match="successes"):
+        Proportion(-1, 3)
+    with pytest.raises(TypeError, match="trials"):
+        Proportion(1, 3.0)
+    with pytest.raises(ValueError, match="lo"):
+        Proportion(3, 10, 0.95, 0.0, 1.0)
+    with pytest.raises(ValueError, match="confidence"):
+        Proportion(3, 10, 1.5)
+    assert Proportion(3, 10) == proportion(3, 10)
+    p = proportion(3, 10)
+    assert Proportion(3, 10, 0.95, p.lo, p.hi) == p
+
+
+def test_estimates_need_a_usable_t_law():
+    with pytest.raises(ValueError, match="df"):
+        Estimate(1.0, 0.1, 10, df=0.5)
+    assert Estimate(1.0, 0.1, 10, df=1).critical(0.001) > 600
+
+
+def test_exact_never_executes_text(tmp_path):
+    target = tmp_path / "touched"
+    attacks = [f'__import__("pathlib").Path("{target}").touch()',
+               f"open('{target}', 'w')",
+               "().__class__.__bases__[0].__subclasses__()",
+               "(lambda: 1)()", "x.__class__", "Symbol('x')", "sqrt(x, evaluate=False)"]
+    for text in attacks:
+        with pytest.raises((ValueError, TypeError), match="printed"):
+            exact(*HEAD, printed=text, derived=1, scope=PAPER, correction="c")
+    assert not target.exists()
+
+
+def test_exact_reads_plain_math_from_text():
+    x = sp.Symbol("x")
+    for text, derived in (("x**2/2", x**2 / 2), ("2^3", 8), ("sqrt(2)/2", 1 / sp.sqrt(2)),
+                          ("exp(-2)", sp.exp(-2)), ("pi/4", sp.pi / 4), ("oo", sp.oo),
+                          ("abs(-3)", 3), ("log(E)", 1)):
+        assert exact(*HEAD, printed=text, derived=derived, scope=PAPER).outcome == CONFIRMED
+
+
+def test_exact_handles_infinity():
+    assert exact(*HEAD, printed=sp.oo, derived=sp.oo, scope=PAPER).outcome == CONFIRMED
+    assert exact(*HEAD, printed=-sp.oo, derived=-sp.oo, scope=PAPER).outcome == CONFIRMED
+    n = sp.Symbol("n", positive=True)
+    assert exact(*HEAD, printed=sp.oo, derived=sp.limit(n, n, sp.oo),
+                 scope=PAPER).outcome == CONFIRMED
+    v = exact(*HEAD, printed=sp.oo, derived=-sp.oo, scope=PAPER, if_wrong=REFUTED)
+    assert v.outcome == REFUTED
+    for bad in (np.float32("inf"), np.float64("-inf"), float("inf")):
+        with pytest.raises(ValueError, match="printed"):
+            exact(*HEAD, printed=bad, derived=1, scope=PAPER)

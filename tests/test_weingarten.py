@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.exact.weingarten import (
     D,
     coset_type,

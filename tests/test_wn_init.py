@@ -7,7 +7,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eit.core.device import generator
+from eit.core.device import device
+from eit.core.seeds import generator
 from eit.models import wn_init as W
 from eit.sample.laws import haar_orthogonal as qr_haar
 from eit.sample.mlp import relu_mlp
@@ -37,7 +38,7 @@ def test_haar_cholesky_matches_qr(fan_out, fan_in, seed):
 def test_haar_cholesky_falls_back_on_ill_conditioned_draws():
     # 2000 square 64 x 64 Gaussian draws include some too ill-conditioned for Cholesky QR
     q = W.haar_orthogonal(2000, 64, 64, gen=generator(2019))
-    err = (q.transpose(-2, -1) @ q - torch.eye(64, dtype=q.dtype)).abs().amax()
+    err = (q.transpose(-2, -1) @ q - torch.eye(64, dtype=q.dtype, device=q.device)).abs().amax()
     assert err < 1e-10
 
 
@@ -46,9 +47,9 @@ def test_haar_cholesky_falls_back_on_ill_conditioned_draws():
 def test_directions_have_unit_rows(fan_out, fan_in, direction, seed):
     w = W.directions(4, fan_out, fan_in, direction, gen=generator(seed))
     assert w.shape == (4, fan_out, fan_in)
-    assert torch.allclose(w.norm(dim=-1), torch.ones(4, fan_out, dtype=w.dtype))
+    assert torch.allclose(w.norm(dim=-1), torch.ones(4, fan_out, dtype=w.dtype, device=w.device))
     if direction == "orthogonal" and fan_out <= fan_in:
-        eye = torch.eye(fan_out, dtype=w.dtype)
+        eye = torch.eye(fan_out, dtype=w.dtype, device=w.device)
         assert torch.allclose(w @ w.transpose(-2, -1), eye.expand(4, -1, -1), atol=1e-10)
 
 
@@ -69,9 +70,10 @@ def test_unit_rows_and_errors():
 def test_weight_normalized_gain_and_rows():
     init = W.weight_normalized("sphere")
     w = init(3, 8, 32, generator(1))
-    assert torch.allclose(w.norm(dim=-1), torch.full((3, 8), 2 * math.sqrt(2), dtype=w.dtype))
+    assert torch.allclose(w.norm(dim=-1),
+                          torch.full((3, 8), 2 * math.sqrt(2), dtype=w.dtype, device=w.device))
     w = W.weight_normalized("orthogonal", gain=1.0)(2, 5, 5, generator(1))
-    assert torch.allclose(w.norm(dim=-1), torch.ones(2, 5, dtype=w.dtype))
+    assert torch.allclose(w.norm(dim=-1), torch.ones(2, 5, dtype=w.dtype, device=w.device))
     with pytest.raises(ValueError, match="rows"):
         W.weight_normalized("he")
     with pytest.raises(ValueError, match="gain"):
@@ -90,7 +92,7 @@ def _explicit_resnet(x, ws):
 
 def test_wn_resnet_matches_explicit_forward_and_autograd_backward():
     torch.manual_seed(0)
-    x = torch.randn(3, 6, dtype=torch.float64)
+    x = torch.randn(3, 6, dtype=torch.float64).to(device())
     hidden = [4, 5, 3]
     gains1, gains2 = [1.3, 0.7, 1.1], [0.5, 0.9, 0.2]
     stats = W.wn_resnet(x, hidden, "orthogonal", n_nets=2, gen=generator(7), fc1_gain=gains1,
@@ -101,7 +103,7 @@ def test_wn_resnet_matches_explicit_forward_and_autograd_backward():
         w1 = g1 * W.directions(2, n, 6, "orthogonal", gen=gen)
         w2 = g2 * W.directions(2, 6, n, "orthogonal", gen=gen)
         ws.append((w1, w2))
-    error = torch.randn(2, 3, 6, generator=gen, dtype=torch.float64)
+    error = torch.randn(2, 3, 6, generator=gen, device=gen.device, dtype=torch.float64)
     for net in range(2):
         xx = x.clone().requires_grad_(True)
         inputs = [xx]
@@ -154,21 +156,23 @@ def test_relu_mlp_with_weight_normalized_init_preserves_norm_in_mean():
 
 @pytest.mark.parametrize("scheme", W.SCHEMES)
 def test_wn_resnet_model_schemes(scheme):
-    data = torch.randn(64, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    data = torch.randn(64, 8, dtype=torch.float64,
+                       generator=torch.Generator().manual_seed(3)).to(device())
     net = W.wn_resnet_model(scheme, d_in=8, width=16, d_out=3, blocks=4, gen=generator(10),
                             data=data)
     out = net(data)
     assert out.shape == (64, 3) and torch.isfinite(out).all()
     assert len(net.parameters()) == 3 * (2 + 2 * 4)
     assert all(p.requires_grad for p in net.parameters())
+    like = dict(dtype=out.dtype, device=out.device)
     if scheme == "data_dependent":
-        assert torch.allclose(out.mean(0), torch.zeros(3, dtype=out.dtype), atol=1e-10)
-        assert torch.allclose(out.std(0), torch.ones(3, dtype=out.dtype), atol=1e-10)
+        assert torch.allclose(out.mean(0), torch.zeros(3, **like), atol=1e-10)
+        assert torch.allclose(out.std(0), torch.ones(3, **like), atol=1e-10)
     if scheme == "hanin":
-        assert torch.allclose(net.blocks[1][1].g, torch.full((16,), 0.81, dtype=out.dtype))
+        assert torch.allclose(net.blocks[1][1].g, torch.full((16,), 0.81, **like))
     if scheme == "proposed":
-        assert torch.allclose(net.blocks[0][0].g, torch.full((16,), math.sqrt(2), dtype=out.dtype))
-        assert torch.allclose(net.blocks[0][1].g, torch.full((16,), 0.5, dtype=out.dtype))
+        assert torch.allclose(net.blocks[0][0].g, torch.full((16,), math.sqrt(2), **like))
+        assert torch.allclose(net.blocks[0][1].g, torch.full((16,), 0.5, **like))
     if scheme == "pytorch":
         layer = net.blocks[0][0]
         assert torch.allclose(layer.g, layer.v.norm(dim=-1))
@@ -243,7 +247,7 @@ def test_wn_mlp_model_is_seeded_and_proposed_rows_are_haar():
 
 
 def test_wn_mlp_model_proposed_preserves_the_forward_norm_in_mean():
-    x = _mlp_data(200, 40)
+    x = _mlp_data(200, 40).to(device())
     ratios = []
     for seed in range(40):
         net = W.wn_mlp_model("proposed", d_in=40, widths=[40] * 6, d_out=10, gen=generator(seed))
@@ -303,7 +307,7 @@ def test_stage_resnet_shapes_and_mean_square():
     fwd = (2 * r.log_h_ratio[-1]).exp().mean(-1)
     theory = 2.0 * 1.5**2
     assert abs(float(fwd.mean()) - theory) < 5 * float(fwd.std()) / math.sqrt(4000)
-    assert torch.allclose(r.log_grad_ratio[-1], torch.zeros(4000, 2, dtype=torch.float64))
+    assert torch.allclose(r.log_grad_ratio[-1].cpu(), torch.zeros(4000, 2, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("kwargs, name", [

@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from eit.core.device import DTYPE, generator
+from eit.core.device import DTYPE, device
+from eit.core.seeds import generator
 from eit.models.wn_init import wn_mlp_model
 from eit.train.sgd import digits, sgd
 
@@ -18,20 +19,22 @@ def test_sphere_rows_are_unit_gaussian_directions_with_the_scheme_gain(scheme):
     fans = [(16, 8), (12, 16), (3, 12)]
     for (fan_out, fan_in), layer in zip(fans, [*net.hidden, net.head]):
         assert layer.v.shape == (fan_out, fan_in)
-        assert torch.allclose(layer.v.norm(dim=-1), torch.ones(fan_out, dtype=DTYPE))
+        like = dict(dtype=DTYPE, device=layer.v.device)
+        assert torch.allclose(layer.v.norm(dim=-1), torch.ones(fan_out, **like))
         gamma = 1.0 if layer is net.head else 2.0
         want = 1.0 if scheme == "traditional" else math.sqrt(gamma * fan_in / fan_out)
-        assert torch.allclose(layer.g, torch.full((fan_out,), want, dtype=DTYPE))
+        assert torch.allclose(layer.g, torch.full((fan_out,), want, **like))
         assert not layer.b.any()
     # isotropic rows are not orthogonal: a square layer's rows are not an orthonormal basis
     square = wn_mlp_model("proposed", d_in=12, widths=[12], d_out=2, gen=generator(3),
                           direction="sphere").hidden[0].v
-    assert not torch.allclose(square @ square.T, torch.eye(12, dtype=DTYPE), atol=1e-3)
+    assert not torch.allclose(square @ square.T, torch.eye(12, dtype=DTYPE, device=square.device),
+                              atol=1e-3)
 
 
 def test_traditional_forward_law_two_to_the_minus_depth():
     """E||h^L||^2/||x||^2 = (w / (2 n0)) 2^-(L-1) for k = 1 (the chapter's derivation)."""
-    x = torch.randn(64, 32, generator=torch.Generator().manual_seed(0), dtype=DTYPE)
+    x = torch.randn(64, 32, generator=torch.Generator().manual_seed(0), dtype=DTYPE).to(device())
     ratios = []
     for seed in range(60):
         h = wn_mlp_model("traditional", d_in=32, widths=[48] * 4, d_out=2, gen=generator(seed),

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from eit.core.device import DTYPE as D  # before eit.core.seeds (circular import)
-from eit.core.device import generator
+from eit.core.seeds import generator
 from eit.models.wn_one_layer import (
     backward_ratios,
     conv_forward_ratios,
@@ -33,10 +33,10 @@ def test_forward_ratios_relu_below_linear_and_mean(direction, m):
 
 def test_square_orthogonal_layer_is_an_isometry():
     _, lin = forward_ratios(torch.ones(6, dtype=D), 6, "orthogonal", n_nets=5, gen=generator(0))
-    assert torch.allclose(lin, torch.ones(5, dtype=D), atol=1e-12)
+    assert torch.allclose(lin.cpu(), torch.ones(5, dtype=D), atol=1e-12)
     _, unmasked = backward_ratios(torch.ones(4, dtype=D), 6, "orthogonal", n_nets=5,
                                   gen=generator(0))
-    assert torch.allclose(unmasked, torch.ones(5, dtype=D), atol=1e-12)
+    assert torch.allclose(unmasked.cpu(), torch.ones(5, dtype=D), atol=1e-12)
 
 
 def test_chunks_do_not_change_the_stream_law():
@@ -57,7 +57,7 @@ def test_backward_ratios_mask_halves_the_mean():
 def test_conv_ratios_match_a_direct_convolution(padding):
     h = torch.randn(2, 5, 6, dtype=D, generator=torch.Generator().manual_seed(0))
     r = conv_forward_ratios(h, 3, 3, "sphere", n_nets=2, gen=generator(4), padding=padding)
-    w = directions(2, 3, 18, "sphere", gen=generator(4)).reshape(2, 3, 2, 3, 3)
+    w = directions(2, 3, 18, "sphere", gen=generator(4)).reshape(2, 3, 2, 3, 3).cpu()
     for i in range(2):
         mode = "circular" if padding == "circular" else "zeros"
         conv = torch.nn.Conv2d(2, 3, 3, padding=1, padding_mode=mode, bias=False).double()
@@ -93,4 +93,4 @@ def test_bad_arguments_are_named(call, name):
 def test_backward_ratios_batch_of_vectors():
     u = torch.eye(3, dtype=D)[:2]
     masked, unmasked = backward_ratios(u, 4, "orthogonal", n_nets=6, gen=generator(1))
-    assert masked.shape == (6, 2) and torch.allclose(unmasked, torch.ones(6, 2, dtype=D))
+    assert masked.shape == (6, 2) and torch.allclose(unmasked.cpu(), torch.ones(6, 2, dtype=D))

@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from eit.core.device import DTYPE, generator
+from eit.core.device import DTYPE, device
+from eit.core.seeds import generator
 from eit.models.wn_init import wn_mlp_model, wn_resnet_model
 from eit.models.wn_stacked import stack
 
 
 @pytest.mark.parametrize("scheme", ["proposed", "pytorch", "data_dependent", "hanin"])
 def test_stacked_resnets_reproduce_each_network(scheme):
-    x = torch.rand(7, 6, dtype=DTYPE, generator=torch.Generator().manual_seed(0))
+    x = torch.rand(7, 6, dtype=DTYPE, generator=torch.Generator().manual_seed(0)).to(device())
     nets = [wn_resnet_model(scheme, d_in=6, width=5, d_out=3, blocks=3, gen=generator(s),
                             data=x) for s in range(3)]
     batched = stack(nets)
@@ -23,8 +24,8 @@ def test_stacked_resnets_reproduce_each_network(scheme):
 
 
 def test_stacked_mlps_gradients_are_per_network():
-    x = torch.rand(4, 3, dtype=DTYPE, generator=torch.Generator().manual_seed(1))
-    y = torch.tensor([0, 1, 1, 0])
+    x = torch.rand(4, 3, dtype=DTYPE, generator=torch.Generator().manual_seed(1)).to(device())
+    y = torch.tensor([0, 1, 1, 0], device=device())
     nets = [wn_mlp_model("proposed", d_in=3, widths=[4, 4], d_out=2, gen=generator(s))
             for s in range(2)]
     batched = stack(nets)
@@ -51,7 +52,7 @@ def test_mixed_or_empty_stacks_are_refused():
 def test_a_single_precision_stack_keeps_the_map():
     nets = [wn_mlp_model("proposed", d_in=3, widths=[4], d_out=2, gen=generator(s))
             for s in range(2)]
-    x = torch.ones(5, 3, dtype=DTYPE)
+    x = torch.ones(5, 3, dtype=DTYPE, device=device())
     batched = stack(nets, dtype=torch.float32)
     assert all(p.dtype == torch.float32 for p in batched.parameters())
     assert torch.allclose(batched(x.float())[1].double(), nets[1](x), atol=1e-5)

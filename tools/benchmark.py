@@ -1,6 +1,15 @@
 """Benchmark: the explicit paths a user would write, the library's, and its exact engines.
 
     python tools/benchmark.py [--out PATH] [--quick] [--repeats R]
+    python tools/benchmark.py --device cuda [--out PATH] [--quick] [--repeats R]
+                              [--max-seconds S]
+    python tools/benchmark.py --register PATH      # a file copied from another machine
+
+Two modes. Without ``--device`` (the CPU mode): CPU time on one thread, the sizes below,
+``data/benchmarks/cpu.json``. With ``--device cuda`` (or ``--device cpu`` for a sanity run of
+the same code path): wall time, larger batches, achieved FLOP/s and bytes/s against the
+device's peak, a time budget; ``data/benchmarks/cuda.json`` (``cpu`` writes
+``_build/benchmarks/wall-cpu.json``). See "The device mode" below.
 
 Every method computes the same statistics of ``n_nets`` independent He-initialized ReLU
 networks (zero biases, float64): the per-layer, per-input norms ``log ||h^l||`` and, for the
@@ -42,6 +51,71 @@ Every (workload, size, method) row keeps all per-repeat times, their median and 
 random numbers drawn (normals, counted from the library's draws for its own methods and
 checked against the explicit count). The result goes to ``data/benchmarks/cpu.json`` with
 provenance, and its line of ``data/SHA256SUMS`` is updated.
+
+The device mode (``--device cuda``)
+-----------------------------------
+The same methods and workloads on the device (``EIT_DEVICE`` is set to it, so the library
+and the generators live there), at the sizes of :data:`DEVICE`: those of the CPU file plus
+larger batches (10,000 networks for ``hr18``; 256 networks, and 2000 inputs, for ``ab19``;
+64 networks, and 2000 inputs at the paper's width 4060, for ``gram``). Protocol: wall time
+(``time.perf_counter``) between
+two ``torch.cuda.synchronize()``; at every size one untimed warm-up call of every method
+(which also counts the method's random draws), then up to ``repeats`` interleaved rounds;
+the row keeps every repeat and their median. ``lean_loop`` runs only where nets x depth <=
+:data:`LEAN_MAX` (beyond, one launch per layer and network takes minutes); the exact engines
+of ``ab19`` and ``gram`` only where N < n (from N = n on, the Gram matrices of the deeper
+layers are singular in float64, and the conditional sampler falls back to
+eigendecompositions); ``rng_stream`` only on a CPU generator (``laws.chunks`` is the CPU
+stream).
+
+Every row adds ``flops`` and ``bytes`` (the work model below), the achieved ``flop_s`` and
+``byte_s`` (over the median), their fractions ``flop_fraction`` and ``byte_fraction`` of
+the device's peak (:func:`peak`: float64 tensor-core FLOP/s and memory bandwidth from a
+table of known devices, recorded in the file), and ``generator_fraction``: the time the
+generator needs for the method's own normals at the rate of the ``rng`` row of the same
+size, over the method's time (1 for a method that only draws).
+
+The budget (``--max-seconds``, default 170, counted from the start of the process): before
+a method's warm-up at a size, its time is predicted from its median at the previous size of
+the workload scaled by the ratio of the work models (at least 1); a call predicted to end
+past the deadline is skipped, and so is every later size of that method in the workload.
+Rounds of repeats stop when the next round (the last measured times) would pass the
+deadline. A method that fails (out of memory included) is skipped at that size. Every skip
+is listed with its reason under ``budget.skipped``; ``budget.complete`` says whether
+everything ran. The file is rewritten after every size, so a run cut short leaves what it
+measured.
+
+The work model (float64, 8 bytes a number; B networks, N inputs, f_0 = n0 and f_l = width
+the layer widths, L the depth; the essential work of each method, what any implementation
+of it must do, so that FLOP/s is useful arithmetic):
+
+* a batched product of (B, m, k) by (B, k, n): 2 B m k n FLOP, 8 B (m k + k n + m n) bytes
+  (both operands read, the result written);
+* a draw of E normals: 0 FLOP (the generator's arithmetic is not counted: the generator
+  fraction measures it), 8 E bytes written;
+* an elementwise pass over E numbers (ReLU, a mask): E FLOP, 16 E bytes; a norm over E
+  numbers: 2 E FLOP, 8 E bytes read;
+* a Cholesky factor of B N x N matrices: B N^3 / 3 FLOP, 16 B N^2 bytes; a pseudo-inverse
+  by eigendecomposition: 11 B N^3 FLOP (9 N^3 for eigenvalues and vectors, Golub & Van
+  Loan, Matrix Computations, 4th ed., section 8.3; 2 N^3 to rebuild), 32 B N^2 bytes.
+
+Per method, summed over layers l = 1..L (a = f_{l-1}, b = f_l):
+
+* ``lean_loop``, ``vmap``, ``batched`` (the same work): forward, draw B a b, product
+  (B, N, a) x (B, a, b), ReLU pass and norm over B N b; backward (``ab19``), draw of the
+  top delta B N f_L, the norm of every delta (B N b), and for l >= 2 the product
+  (B, N, b) x (B, b, a) and the mask pass over B N a;
+* ``rng``, ``rng_stream``: the draws of the explicit path only;
+* ``exact`` of ``hr18`` (the norm chain): per layer 2 B random numbers (16 B bytes) and 17
+  elementwise operations on B numbers (17 B FLOP, 16 x 17 B bytes; the count of
+  ``tests/test_op_counts.py``);
+* ``exact_vector`` (the vector sampler): draw B b, ReLU pass and norm over B b;
+* ``exact`` of ``gram`` (the Gram chain) and the forward of ``exact`` of ``ab19``: Gram
+  product (B, N, a) x (B, a, N), Cholesky, draw B N b, product (B, N, N) x (B, N, b), ReLU
+  pass and norm over B N b; the backward of ``ab19`` adds per layer: draw of the top delta
+  (once), the pseudo-inverse and a Cholesky factor, a draw of B N a, the products
+  (B, N, a) x (B, a, N) twice, (B, N, b) x (B, b, N) twice and (B, N, N) x (B, N, a) four
+  times, three passes and a norm over B N a.
 """
 
 from __future__ import annotations
@@ -74,6 +148,7 @@ from eit.sample.mlp import relu_mlp
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = 2
+_LOADED = time.monotonic()
 
 #: (workload, sizes): each size is (label, width, depth, n0, inputs, nets).
 FULL = {
@@ -97,12 +172,16 @@ def one_network(x: torch.Tensor, fans: list[int], gen: torch.Generator, backward
     """One He-initialized ReLU network on the inputs ``x`` (N, n0), as a user writes it."""
     hs, ws = [x], []
     for n_in, n_out in zip(fans[:-1], fans[1:]):
-        ws.append(torch.randn(n_out, n_in, generator=gen, dtype=DTYPE) * math.sqrt(2 / n_in))
-        hs.append(torch.relu(hs[-1] @ ws[-1].T))
+        w = torch.randn(n_out, n_in, generator=gen, dtype=DTYPE, device=x.device)
+        w = w * math.sqrt(2 / n_in)
+        hs.append(torch.relu(hs[-1] @ w.T))
+        if backward:                           # kept for the backward pass only
+            ws.append(w)
     log_h = torch.stack([h.norm(dim=-1) for h in hs]).log()
     if not backward:
         return log_h
-    delta = torch.randn(hs[-1].shape, generator=gen, dtype=DTYPE)    # dloss/da^L
+    delta = torch.randn(hs[-1].shape, generator=gen, dtype=DTYPE,
+                        device=x.device)                             # dloss/da^L
     grads = []
     for l in range(len(ws) - 1, -1, -1):       # ||dloss/dW^l|| = ||delta^l|| ||h^{l-1}||
         grads.append(delta.norm(dim=-1) * hs[l].norm(dim=-1))
@@ -138,7 +217,7 @@ def blocks(fans: list[int], n_inputs: int, n_nets: int, backward: bool) -> list[
 def rng_limit(shapes: list[tuple], gen: torch.Generator) -> None:
     """The generator limit: the same float64 normals, in the same blocks, nothing else."""
     for shape in shapes:
-        torch.randn(shape, generator=gen, dtype=DTYPE)
+        torch.randn(shape, generator=gen, dtype=DTYPE, device=gen.device)
 
 
 def rng_stream(shapes: list[tuple], gen: torch.Generator) -> None:
@@ -203,10 +282,10 @@ def methods(workload: str, width: int, depth: int, n0: int, n_inputs: int, n_net
     backward = BACKWARD[workload]
     fans = [n0] + [width] * depth
     if workload == "hr18":
-        x = torch.zeros(1, n0, dtype=DTYPE)
+        x = torch.zeros(1, n0, dtype=DTYPE, device=gen.device)
         x[0, 0] = 1.0
     else:
-        x = torch.randn(n_inputs, n0, generator=gen, dtype=DTYPE)
+        x = torch.randn(n_inputs, n0, generator=gen, dtype=DTYPE, device=gen.device)
     shapes = blocks(fans, n_inputs, n_nets, backward)
     explicit = sum(math.prod(s) for s in shapes)
     delta = "random" if backward else None
@@ -229,7 +308,8 @@ def methods(workload: str, width: int, depth: int, n0: int, n_inputs: int, n_net
         out["exact"] = (lambda: chains.gram_chain(x, [width] * depth, variances,
                                                   n_nets=n_nets, gen=gen), None)
     out["rng"] = (lambda: rng_limit(shapes, gen), explicit)
-    out["rng_stream"] = (lambda: rng_stream(shapes, gen), explicit)
+    if gen.device.type == "cpu":                 # laws.chunks is the CPU stream
+        out["rng_stream"] = (lambda: rng_stream(shapes, gen), explicit)
     return out
 
 
@@ -246,6 +326,8 @@ def cpu_seconds(call: Callable[[], object]) -> tuple[float, dict]:
 def run(sizes: dict, repeats: int, log=print) -> list[dict]:
     gen = generator(0)
     rows = []
+    gc.collect()
+    gc.freeze()            # the imports' objects: the gc.collect before every call skips them
     for workload, points in sizes.items():
         for i, (label, width, depth, n0, n_inputs, n_nets) in enumerate(points):
             calls = methods(workload, width, depth, n0, n_inputs, n_nets, gen)
@@ -281,7 +363,442 @@ def run(sizes: dict, repeats: int, log=print) -> list[dict]:
                 log(f"{workload:5s} {label:9s} {name:13s} median {median:9.4f} s  "
                     f"[{min(times[name]):.4f}, {max(times[name]):.4f}]  "
                     f"normals {normals:>11,d}")
+    gc.unfreeze()
     return rows
+
+
+# ---------------------------------------------------------------------- the device mode
+
+#: The device mode's sizes, run in this order: the CPU file's sizes of every workload first,
+#: then the larger batches (so that a budget cut loses the largest sizes first).
+DEVICE = [
+    ("hr18", [("d = 10", 10, 10, 10, 1, 1000), ("d = 30", 30, 30, 30, 1, 500),
+              ("d = 100", 100, 100, 100, 1, 100)]),
+    ("ab19", [("n = 100", 100, 10, 500, 10, 100), ("n = 500", 500, 10, 500, 10, 20),
+              ("n = 1000", 1000, 10, 500, 10, 8)]),
+    ("gram", [("N = 20", 2000, 10, 2000, 20, 2), ("N = 200", 2000, 10, 2000, 200, 2)]),
+    ("hr18", [("d = 100, 10k nets", 100, 100, 100, 1, 10_000)]),
+    ("ab19", [("n = 1000, 256 nets", 1000, 10, 500, 10, 256),
+              ("n = 1000, N = 2000", 1000, 10, 500, 2000, 16)]),
+    ("gram", [("N = 200, 64 nets", 2000, 10, 2000, 200, 64),
+              ("N = 2000, n = 4060", 4060, 10, 4060, 2000, 4)]),
+]
+DEVICE_QUICK = [
+    ("hr18", [("d = 10", 10, 10, 10, 1, 20), ("d = 20", 20, 20, 20, 1, 10)]),
+    ("ab19", [("n = 50", 50, 3, 20, 4, 5)]),
+    ("gram", [("N = 4", 100, 3, 100, 4, 2)]),
+    ("ab19", [("n = 8, N = 16", 8, 3, 20, 16, 3)]),
+]
+#: ``lean_loop`` runs where nets x depth is at most this (one launch per layer and network).
+LEAN_MAX = 20_000
+#: Seconds kept free at the end of the budget (writing the file); a tenth of smaller budgets.
+RESERVE_S = 5.0
+
+#: Peak float64 rates and memory bandwidth of known devices: (fragment of the device name,
+#: FP64 tensor-core FLOP/s, FP64 FLOP/s without tensor cores, bytes/s), most specific first.
+#: Sources, NVIDIA's data sheets: "NVIDIA H100 Tensor Core GPU" (SXM 67 / 34 TFLOP/s,
+#: 3.35 TB/s; PCIe 51 / 26, 2.0 TB/s; NVL 60 / 30, 3.9 TB/s), "NVIDIA H200 Tensor Core GPU"
+#: (SXM 67 / 34, 4.8 TB/s; NVL 60 / 30, 4.8 TB/s), "NVIDIA A100 Tensor Core GPU" (19.5 / 9.7;
+#: SXM 80GB 2.039 TB/s, PCIe 80GB 1.935 TB/s, 40GB 1.555 TB/s). An H100 SXM names itself
+#: "NVIDIA H100 80GB HBM3".
+PEAKS = (
+    ("H200 NVL", 60e12, 30e12, 4.8e12),
+    ("H200", 67e12, 34e12, 4.8e12),
+    ("H100 NVL", 60e12, 30e12, 3.9e12),
+    ("H100 PCIe", 51e12, 26e12, 2.0e12),
+    ("H100", 67e12, 34e12, 3.35e12),
+    ("A100-SXM4-80GB", 19.5e12, 9.7e12, 2.039e12),
+    ("A100 80GB PCIe", 19.5e12, 9.7e12, 1.935e12),
+    ("A100", 19.5e12, 9.7e12, 1.555e12),
+)
+
+
+def peak(name: str, props=None) -> dict:
+    """The peak float64 FLOP/s and bandwidth of a device, from :data:`PEAKS` by its name.
+
+    An unknown device gets None (no fractions), or its bandwidth from ``props`` (the result
+    of ``torch.cuda.get_device_properties``) where they give the memory clock (kHz) and bus
+    width (bits): 2 x clock x width / 8 (double data rate).
+    """
+    for fragment, tensor, vector, bandwidth in PEAKS:
+        if fragment.lower() in name.lower():
+            return {"device": name, "fp64_tensor_flop_s": tensor, "fp64_flop_s": vector,
+                    "bytes_s": bandwidth,
+                    "source": f"tools/benchmark.py PEAKS {fragment!r} (NVIDIA data sheet)",
+                    "fractions_of": "fp64_tensor_flop_s and bytes_s"}
+    out = {"device": name, "fp64_tensor_flop_s": None, "fp64_flop_s": None, "bytes_s": None,
+           "source": "unknown device: no peak", "fractions_of": None}
+    clock = getattr(props, "memory_clock_rate", None)
+    bus = getattr(props, "memory_bus_width", None)
+    if clock and bus:
+        out.update(bytes_s=2.0 * clock * 1e3 * bus / 8, fractions_of="bytes_s",
+                   source="bandwidth from torch.cuda.get_device_properties (2 x memory clock "
+                          "x bus width / 8); FLOP/s unknown")
+    return out
+
+
+class Work:
+    """FLOP and bytes of the work model (the module docstring gives the formulas).
+
+    ``matmul_flops`` is the part of ``flops`` spent in batched products.
+    """
+
+    def __init__(self) -> None:
+        self.flops = self.bytes = self.matmul_flops = 0.0
+
+    def __repr__(self) -> str:
+        return f"Work(flops={self.flops:g}, bytes={self.bytes:g})"
+
+    def mm(self, b: int, m: int, k: int, n: int) -> None:
+        """A batched product (b, m, k) x (b, k, n)."""
+        self.flops += 2.0 * b * m * k * n
+        self.matmul_flops += 2.0 * b * m * k * n
+        self.bytes += 8.0 * b * (m * k + k * n + m * n)
+
+    def draw(self, numel: int) -> None:
+        self.bytes += 8.0 * numel
+
+    def passes(self, numel: int, count: int = 1) -> None:
+        """``count`` elementwise passes over ``numel`` numbers."""
+        self.flops += 1.0 * count * numel
+        self.bytes += 16.0 * count * numel
+
+    def norm(self, numel: int) -> None:
+        self.flops += 2.0 * numel
+        self.bytes += 8.0 * numel
+
+    def cholesky(self, b: int, n: int) -> None:
+        self.flops += b * n**3 / 3.0
+        self.bytes += 16.0 * b * n * n
+
+    def pinv(self, b: int, n: int) -> None:
+        self.flops += 11.0 * b * n**3
+        self.bytes += 32.0 * b * n * n
+
+
+def work(workload: str, method: str, width: int, depth: int, n0: int, inputs: int,
+         nets: int) -> Work:
+    """The work model of one call of ``method`` (module docstring)."""
+    b_, n_ = nets, inputs
+    fans = [n0] + [width] * depth
+    layers = list(zip(fans[:-1], fans[1:]))
+    backward = BACKWARD[workload]
+    w = Work()
+    if method in ("lean_loop", "vmap", "batched", "rng", "rng_stream"):
+        draws_only = method.startswith("rng")
+        for a, b in layers:
+            w.draw(b_ * a * b)
+            if not draws_only:
+                w.mm(b_, n_, a, b)
+                w.passes(b_ * n_ * b)
+                w.norm(b_ * n_ * b)
+        if backward:
+            w.draw(b_ * n_ * fans[-1])
+            for i, (a, b) in enumerate(layers):
+                if draws_only:
+                    break
+                w.norm(b_ * n_ * b)
+                if i > 0:
+                    w.mm(b_, n_, b, a)
+                    w.passes(b_ * n_ * a)
+        return w
+    if method == "exact" and workload == "hr18":          # the norm chain
+        for _ in layers:
+            w.draw(2 * b_)
+            w.passes(b_, 17)
+        return w
+    if method == "exact_vector":
+        for _, b in layers:
+            w.draw(b_ * b)
+            w.passes(b_ * b)
+            w.norm(b_ * b)
+        return w
+    if method == "exact":                                 # conditional Gaussian, N inputs
+        for a, b in layers:
+            w.mm(b_, n_, a, n_)
+            w.cholesky(b_, n_)
+            w.draw(b_ * n_ * b)
+            w.mm(b_, n_, n_, b)
+            w.passes(b_ * n_ * b)
+            w.norm(b_ * n_ * b)
+        if backward:
+            w.draw(b_ * n_ * fans[-1])
+            for a, b in layers:
+                w.pinv(b_, n_)
+                w.cholesky(b_, n_)
+                w.draw(b_ * n_ * a)
+                for _ in range(2):
+                    w.mm(b_, n_, a, n_)
+                    w.mm(b_, n_, b, n_)
+                for _ in range(4):
+                    w.mm(b_, n_, n_, a)
+                w.passes(b_ * n_ * a, 3)
+                w.norm(b_ * n_ * a)
+        return w
+    raise ValueError(f"method: no work model for {method!r} of {workload!r}")
+
+
+def excluded(workload: str, method: str, width: int, depth: int, inputs: int,
+             nets: int) -> str | None:
+    """Why the device mode does not run ``method`` at this size (None: it runs)."""
+    if method == "lean_loop" and nets * depth > LEAN_MAX:
+        return (f"not run: nets x depth = {nets * depth:,} > {LEAN_MAX:,} (one launch per "
+                "layer and network)")
+    if method == "exact" and workload != "hr18" and inputs >= width:
+        return (f"not run: N = {inputs} inputs >= n = {width} units, the Gram matrices are "
+                "singular or nearly so, and the conditional sampler falls back to "
+                "eigendecompositions")
+    return None
+
+
+def since_start() -> float:
+    """Seconds since this process started (Linux ``/proc``; else since this module loaded)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rpartition(")")[2].split()[19])          # field 22: starttime
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    return time.monotonic() - _LOADED
+
+
+def _free(dev: torch.device) -> None:
+    gc.collect()
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def device_run(plan: list, repeats: int, max_seconds: float, *, gen: torch.Generator,
+               peak_info: dict, sync: Callable[[], None] = lambda: None,
+               clock: Callable[[], float] = time.perf_counter, started: float | None = None,
+               make: Callable = methods, log=print,
+               checkpoint: Callable[[list, dict], None] | None = None) -> tuple[list, dict]:
+    """The device mode's measurements: (rows, budget); see the module docstring.
+
+    ``sync`` waits for the device, ``clock`` reads the wall clock, ``started`` is the seconds
+    already spent when called (default :func:`since_start`), ``make`` builds the methods of a
+    size (:func:`methods`), ``checkpoint(rows, budget)`` is called after every size.
+    """
+    started = since_start() if started is None else started
+    reserve = min(RESERVE_S, max_seconds / 10)
+    deadline = clock() + max_seconds - started - reserve
+    rows: list[dict] = []
+    skipped: list[dict] = []
+    budget = {"max_seconds": max_seconds, "reserve_s": reserve, "complete": True,
+              "skipped": skipped}
+
+    def skip(workload, label, method, reason, budget_cut=False):
+        skipped.append({"workload": workload, "size": label, "method": method,
+                        "reason": reason})
+        if budget_cut:
+            budget["complete"] = False
+        log(f"{workload:5s} {label:20s} {method:13s} skipped: {reason}")
+
+    def timed(call) -> float:                  # no gc.collect here: 0.1-0.5 s a call
+        gc.disable()
+        try:
+            sync()
+            start = clock()
+            call()
+            sync()
+            return clock() - start
+        finally:
+            gc.enable()
+
+    gc.collect()
+    gc.freeze()                                # the imports' objects: never scanned again
+
+    try:
+        _device_sizes(plan, repeats, gen, peak_info, make, log, checkpoint, clock, deadline,
+                      rows, budget, skip, timed)
+    except KeyboardInterrupt:                  # stopped from outside: keep what was measured
+        skip("*", "*", "*", "interrupted", True)
+        if checkpoint is not None:
+            checkpoint(rows, budget)
+        raise
+    finally:
+        gc.unfreeze()
+    return rows, budget
+
+
+def _device_sizes(plan, repeats, gen, peak_info, make, log, checkpoint, clock, deadline,
+                  rows, budget, skip, timed) -> None:
+    """The loop of :func:`device_run` over the sizes (it appends to ``rows``)."""
+    last: dict = {}                     # (workload, method) -> (median, Work)
+    stopped: set = set()                # (workload, method) cut by the budget
+    for workload, points in plan:
+        for label, width, depth, n0, n_inputs, n_nets in points:
+            try:
+                calls = make(workload, width, depth, n0, n_inputs, n_nets, gen)
+            except Exception as err:                     # the inputs did not fit
+                skip(workload, label, "*", f"error: {type(err).__name__}: {err}"[:400])
+                _free(gen.device)
+                continue
+            works = {m: work(workload, m, width, depth, n0, n_inputs, n_nets) for m in calls}
+            active: dict = {}
+            for name, (call, normals) in calls.items():
+                reason = excluded(workload, name, width, depth, n_inputs, n_nets)
+                if reason is not None:
+                    skip(workload, label, name, reason)
+                    continue
+                if (workload, name) in stopped:
+                    skip(workload, label, name, "budget: cut at a smaller size", True)
+                    continue
+                if (workload, name) in last:
+                    seconds, before = last[workload, name]
+                    ratio = max(1.0, works[name].flops / max(before.flops, 1.0),
+                                works[name].bytes / max(before.bytes, 1.0))
+                    if clock() + seconds * ratio > deadline:
+                        stopped.add((workload, name))
+                        skip(workload, label, name, f"budget: a call predicted at "
+                             f"{seconds * ratio:.3g} s would end past the deadline", True)
+                        continue
+                if clock() >= deadline:
+                    skip(workload, label, name, "budget: past the deadline", True)
+                    continue
+                try:
+                    with counting() as counts:           # the warm-up: untimed, counted
+                        seconds = timed(call)
+                except Exception as err:                 # out of memory included
+                    skip(workload, label, name, f"error: {type(err).__name__}: {err}"[:400])
+                    _free(gen.device)
+                    continue
+                active[name] = (call, normals, dict(counts), seconds)
+            times = {name: [] for name in active}
+            latest = {name: entry[3] for name, entry in active.items()}
+            for done in range(repeats):
+                if clock() + sum(latest.values()) > deadline:
+                    skip(workload, label, "*", f"budget: {done} of {repeats} rounds", True)
+                    break
+                for name in list(active):
+                    try:
+                        latest[name] = timed(active[name][0])
+                    except Exception as err:
+                        skip(workload, label, name, f"error: {type(err).__name__}: "
+                             f"{err}"[:400])
+                        del active[name], latest[name]
+                        _free(gen.device)
+                        continue
+                    times[name].append(latest[name])
+            explicit = calls["rng"][1]
+            size_rows = []
+            for name, (_, normals, counted, _) in active.items():
+                if not times[name]:
+                    continue
+                other = 0
+                if normals is None:
+                    normals, other = counted["normals"], counted["other"]
+                median = statistics.median(times[name])
+                w = works[name]
+                row = {"workload": workload, "size": label, "width": width, "depth": depth,
+                       "n0": n0, "inputs": n_inputs, "nets": n_nets, "method": name,
+                       "seconds": times[name], "median": median, "normals": normals,
+                       "other_random": other, "samples": n_nets * n_inputs,
+                       "flops": w.flops, "bytes": w.bytes, "flop_s": w.flops / median,
+                       "byte_s": w.bytes / median}
+                tensor, bandwidth = peak_info.get("fp64_tensor_flop_s"), peak_info.get(
+                    "bytes_s")
+                row["flop_fraction"] = row["flop_s"] / tensor if tensor else None
+                row["byte_fraction"] = row["byte_s"] / bandwidth if bandwidth else None
+                if name == "batched" and normals != explicit:
+                    row["explicit_normals"] = explicit   # a defect: the counts differ
+                size_rows.append(row)
+                last[workload, name] = (median, w)
+            rng = next((r for r in size_rows if r["method"] == "rng"), None)
+            for row in size_rows:
+                row["generator_fraction"] = (
+                    row["normals"] / rng["normals"] * rng["median"] / row["median"]
+                    if rng and rng["normals"] else None)
+                log(f"{workload:5s} {row['size']:20s} {row['method']:13s} median "
+                    f"{row['median'] * 1e3:9.3f} ms  {row['flop_s'] / 1e9:9.1f} GFLOP/s  "
+                    f"{row['byte_s'] / 1e9:8.1f} GB/s  generator "
+                    f"{row['generator_fraction'] or 0:.2f}  normals {row['normals']:>13,d}")
+            rows.extend(size_rows)
+            del calls, active
+            _free(gen.device)
+            if checkpoint is not None:
+                checkpoint(rows, budget)
+
+
+def device_provenance(dev: torch.device, argv: list[str]) -> dict:
+    """Device, versions, date and command of a device-mode run."""
+    out = {
+        "device": description(),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": " ".join(["python", "tools/benchmark.py", *argv]),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": cpu(),
+        "threads": torch.get_num_threads(),
+        "versions": {k: md.version(k) for k in ("torch", "numpy")},
+    }
+    if dev.type == "cuda":
+        props = torch.cuda.get_device_properties(dev)
+        out["gpu"] = {"name": props.name, "capability": f"{props.major}.{props.minor}",
+                      "memory_GiB": round(props.total_memory / 2**30, 1),
+                      "multiprocessors": props.multi_processor_count,
+                      "cuda": torch.version.cuda}
+    return out
+
+
+def device_main(args, argv: list[str]) -> int:
+    """``--device``: measure, write the file (after every size), update the manifest."""
+    os.environ["EIT_DEVICE"] = args.device     # the library and generator(0) live there
+    dev = torch.device(args.device)
+    if dev.type == "cpu":
+        torch.set_num_threads(1)
+        sync, name = (lambda: None), cpu().get("model", "cpu")
+        props = None
+    else:
+        torch.cuda.init()
+        sync = torch.cuda.synchronize
+        props = torch.cuda.get_device_properties(dev)
+        name = props.name
+    peak_info = peak(name, props)
+    data = ROOT / "data"
+    default = (data / "benchmarks" / "cuda.json" if dev.type == "cuda"
+               else ROOT / "_build" / "benchmarks" / f"wall-{dev.type}.json")
+    out = args.out or default
+    out.parent.mkdir(parents=True, exist_ok=True)
+    provenance = device_provenance(dev, argv)
+    start = time.perf_counter()
+
+    def write(rows: list, budget: dict) -> None:
+        result = {
+            "schema": SCHEMA,
+            "mode": "device",
+            "protocol": {
+                "device": str(dev),
+                "clock": "time.perf_counter between two torch.cuda.synchronize() (wall "
+                         "time; no synchronize on the CPU)",
+                "repeats": args.repeats,
+                "order": "interleaved: one call of each method per round, in the listed order",
+                "warmup": "one untimed call of every method at every size (it counts the "
+                          "draws)",
+                "dtype": "float64",
+                "threads": torch.get_num_threads(),
+                "total_wall_s": time.perf_counter() - start,
+            },
+            "provenance": provenance,
+            "peak": peak_info,
+            "budget": {**budget, "elapsed_s": since_start()},
+            "rows": rows,
+        }
+        out.write_text(json.dumps(result, indent=1) + "\n")
+        if out.resolve().is_relative_to(data.resolve()):
+            update_manifest_lines([out.resolve()], data.resolve())
+
+    log_peak = ", ".join(f"{k} {v:.3g}" for k, v in peak_info.items()
+                         if isinstance(v, float))
+    log = partial(print, flush=True)           # a run cut short keeps its log
+    log(f"{name}: peak {log_peak or 'unknown'} ({peak_info['source']})")
+    rows, budget = device_run(DEVICE_QUICK if args.quick else DEVICE, args.repeats,
+                              args.max_seconds, gen=generator(0), peak_info=peak_info,
+                              sync=sync, log=log, checkpoint=write)
+    write(rows, budget)
+    print(f"wrote {out} ({time.perf_counter() - start:.0f} s; "
+          f"{'complete' if budget['complete'] else 'cut by the budget'}, "
+          f"{len(budget['skipped'])} skips)")
+    return 0
 
 
 # ---------------------------------------------------------------------------- output
@@ -329,9 +846,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="default data/benchmarks/cpu.json (and its manifest line)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a test of the tool)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                        help="the device mode: wall time, FLOP/s and bytes/s against the "
+                             "peak, larger batches (default: the CPU mode)")
+    parser.add_argument("--max-seconds", type=float, default=170.0,
+                        help="the device mode's budget, from the start of the process")
+    parser.add_argument("--register", type=Path, default=None, metavar="PATH",
+                        help="only set PATH's line of data/SHA256SUMS (a benchmark file "
+                             "copied from another machine into data/) and exit")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
+    if args.register is not None:
+        data = (ROOT / "data").resolve()
+        path = args.register.resolve()
+        if not path.is_file() or not path.is_relative_to(data):
+            parser.error(f"--register: {args.register} is not a file under {data}")
+        print(f"updated {update_manifest_lines([path], data)}")
+        return 0
+    if args.device is not None:
+        if not args.max_seconds > 0:
+            parser.error(f"--max-seconds must be > 0, got {args.max_seconds:g}")
+        if args.device == "cuda" and not torch.cuda.is_available():
+            parser.error("--device cuda: no CUDA device (torch.cuda.is_available() is False)")
+        return device_main(args, list(sys.argv[1:] if argv is None else argv))
     torch.set_num_threads(1)
     start = time.process_time()
     rows = run(QUICK if args.quick else FULL, args.repeats)

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from execute import chapter_sources, interruptible, run_all  # noqa: E402
+from execute import book_root, chapter_sources, interruptible, output_path, relative, run_all  # noqa: E402
 
 from eit.verdicts.compare import compare_records  # noqa: E402
 from eit.verdicts.records import MIME_VERDICT  # noqa: E402
@@ -46,14 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.seed < 1:
         parser.error("--seed must be >= 1 (0 is the committed reference)")
     sources = [p.resolve() for p in args.chapters] or chapter_sources()
-    out_dir = ROOT / "_build" / f"seed-{args.seed}"
+    out_dir = book_root() / "_build" / f"seed-{args.seed}"
     os.environ["EIT_SEED"] = str(args.seed)
     tally = {"problems": 0, "tolerated": 0, "different": []}
 
     def compare(source: Path) -> None:
-        rel = source.relative_to(ROOT)
+        rel = relative(source)
         ref = records(source.with_suffix(".ipynb"))
-        new = records(out_dir / rel.with_suffix(".ipynb"))
+        new = records(output_path(source, out_dir))
         result = compare_records(ref, new, str(rel.with_suffix("")))
         tally["tolerated"] += len(result.tolerated)
         if result.ok:

@@ -3,18 +3,20 @@
 * :mod:`eit.core.device`: the compute device, the default/paper/smoke scale (:func:`at_scale`),
   float64 draws (:func:`randn`) and a one-line description of the machine;
 * :mod:`eit.core.seeds`: seeded generators (:func:`generator`), shifted by ``EIT_SEED``;
+* :mod:`eit.core.guard`: the simulated second device (``EIT_DEVICE=sim``) that fails where
+  CUDA would on mixed devices;
 * :mod:`eit.core.validate`: argument checks that name the bad argument;
 * :mod:`eit.core.store`: results saved to ``data/`` with provenance and checksums;
 * :mod:`eit.core.paths`: the book's root folder.
 * :mod:`eit.core.benchmarks`: the engines' benchmark file, read for the performance chapter.
 """
 
-# device first: it re-exports seeds.generator, and seeds imports device
-from . import device, paths, seeds, store, validate
+# device has one job (the device and the scale switch), seeds another (the generators)
+from . import device, guard, paths, seeds, store, validate
 from .device import DTYPE, at_scale, description, randn, scale
 from .seeds import generator, numpy_rng
 from .store import DataError, load_result, save_result, verify
 
-__all__ = ["device", "paths", "seeds", "store", "validate", "DTYPE", "at_scale", "description",
-           "randn", "scale", "generator", "numpy_rng", "DataError", "load_result",
+__all__ = ["device", "guard", "paths", "seeds", "store", "validate", "DTYPE", "at_scale",
+           "description", "randn", "scale", "generator", "numpy_rng", "DataError", "load_result",
            "save_result", "verify"]

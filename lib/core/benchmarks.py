@@ -1,10 +1,13 @@
-"""The engines' benchmark file: read, pair repeats, and tabulate (``data/benchmarks/cpu.json``).
+"""The engines' benchmark files: read, pair repeats, and tabulate (``data/benchmarks/``).
 
 ``tools/benchmark.py`` times every method of a workload in interleaved repeats and writes one row
-per (workload, size, method) with the CPU seconds of each repeat and the random numbers drawn.
-This module reads that file for the performance chapter: the rows by key, the ratios of paired
-repeats (the repeats of two methods ran back to back, so their ratio cancels the machine's drift),
-and the rows of the chapter's tables.
+per (workload, size, method) with the seconds of each repeat and the random numbers drawn: CPU
+time on one thread in ``cpu.json``; wall time on a GPU in ``cuda.json`` (its device mode), whose
+rows add the work model's FLOP and bytes, the achieved rates, their fractions of the device's
+peak and the share of the generator. This module reads those files for the performance chapter:
+the rows by key, the ratios of paired repeats (the repeats of two methods ran back to back, so
+their ratio cancels the machine's drift), and the rows of the chapter's tables. The CUDA file is
+optional (:func:`load_cuda` gives None without it).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from .paths import data_dir
 
-__all__ = ["Benchmark", "load", "fmt"]
+__all__ = ["Benchmark", "load", "load_cuda", "fmt", "side_by_side_rows"]
 
 #: the explicit methods and the exact engines, in the order the tables list them
 METHODS = ("lean_loop", "vmap", "batched", "exact", "exact_vector", "rng", "rng_stream")
@@ -47,12 +50,19 @@ class Benchmark:
         As written by ``tools/benchmark.py`` (device, versions, date; threads, repeats).
     rows : list of dict
         One per (workload, size, method): ``seconds`` (per repeat), ``median``, ``samples``,
-        ``normals``, ``other_random``, and the size's ``width``, ``inputs`` and ``nets``.
+        ``normals``, ``other_random``, and the size's ``width``, ``inputs`` and ``nets``; in a
+        device file also ``flops``, ``bytes``, ``flop_s``, ``byte_s``, ``flop_fraction``,
+        ``byte_fraction`` and ``generator_fraction``.
+    peak, budget : dict
+        A device file's peak rates (and their source) and its budget (``complete``,
+        ``skipped``); empty for the CPU file.
     """
 
     provenance: dict
     protocol: dict
     rows: list[dict]
+    peak: dict = field(default_factory=dict)
+    budget: dict = field(default_factory=dict)
     runs: dict = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -79,9 +89,26 @@ class Benchmark:
         except KeyError:
             raise KeyError(f"no benchmark row for {(workload, size, method)}") from None
 
+    @property
+    def wall(self) -> bool:
+        """Whether the times are wall times of the device mode (else CPU times)."""
+        return "total_wall_s" in self.protocol
+
     def summary(self) -> str:
-        """Two lines: the machine and the protocol, the versions and the total CPU time."""
+        """Two lines: the machine and the protocol, the versions and the total time."""
         p, q, cpu = self.provenance, self.protocol, self.provenance.get("cpu", {})
+        if self.wall:
+            skipped = len(self.budget.get("skipped", ()))
+            cut = "complete" if self.budget.get("complete", True) else "cut by the budget"
+            peak = self.peak
+            rates = (f"peak {peak['fp64_tensor_flop_s'] / 1e12:.3g} TFLOP/s float64, "
+                     f"{peak['bytes_s'] / 1e12:.3g} TB/s" if peak.get("fp64_tensor_flop_s")
+                     and peak.get("bytes_s") else "peak unknown")
+            return (f"{p['device']}; {rates}; wall time, median of up to {q['repeats']} "
+                    f"interleaved repeats after a warm-up\n"
+                    f"torch {p['versions']['torch']}, {p['date']}; "
+                    f"{q['total_wall_s']:.0f} s in all, {cut} ({skipped} methods or sizes "
+                    "skipped)")
         return (f"{p['device']} ({cpu.get('model', '?')}, L3 {cpu.get('L3 cache', '?')}); "
                 f"{q['threads']} thread, {q['repeats']} interleaved repeats\n"
                 f"torch {p['versions']['torch']}, numpy {p['versions']['numpy']}, "
@@ -126,12 +153,37 @@ class Benchmark:
         rows = []
         for w, points in self.sizes.items():
             for s in points:
+                if (w, s, "exact") not in self.runs or (w, s, "rng") not in self.runs:
+                    continue                        # not run there (a device file's skips)
                 exact, rng = self.row(w, s, "exact"), self.row(w, s, "rng")
                 rng_time = exact["normals"] / rng["normals"] * rng["median"]
                 rows.append([w, s, fmt(exact["median"]), f"{exact['normals']:,}",
                              f"{exact['other_random']:,}",
                              f"{rng_time / exact['median']:.2f}"])
         return rows
+
+    def device_rows(self, workload: str) -> list[list]:
+        """Rows (size, nets, method, median ms, GFLOP/s, % of peak, GB/s, % of peak, share of
+        the generator) of a device file's workload; '-' where the peak is unknown.
+
+        Examples
+        --------
+        >>> row = dict(workload="w", size="s", method="vmap", nets=2, seconds=[0.002],
+        ...            median=0.002, flop_s=3e12, flop_fraction=0.045, byte_s=1.2e12,
+        ...            byte_fraction=0.25, generator_fraction=0.5)
+        >>> Benchmark({}, {}, [row]).device_rows("w")
+        [['s', 2, 'vmap', '2', '3,000', '4.5', '1,200', '25', '0.50']]
+        """
+        def pct(x):
+            return "-" if x is None else f"{100 * x:.2g}"
+
+        return [[s, first["nets"], m, fmt(1e3 * r["median"]), fmt(r["flop_s"] / 1e9),
+                 pct(r.get("flop_fraction")), fmt(r["byte_s"] / 1e9),
+                 pct(r.get("byte_fraction")),
+                 "-" if r.get("generator_fraction") is None
+                 else f"{r['generator_fraction']:.2f}"]
+                for s, first in self.sizes[workload].items() for m in METHODS
+                if (r := self.runs.get((workload, s, m)))]
 
     def normals_avoided(self, workload: str, size: str) -> float:
         """Normals of the batched path over all random numbers the exact engine draws."""
@@ -149,4 +201,50 @@ def load(path: str | Path | None = None) -> Benchmark:
     missing = {"provenance", "protocol", "rows"} - set(raw)
     if missing:
         raise ValueError(f"path: {path} lacks {sorted(missing)}")
-    return Benchmark(raw["provenance"], raw["protocol"], raw["rows"])
+    return Benchmark(raw["provenance"], raw["protocol"], raw["rows"], raw.get("peak", {}),
+                     raw.get("budget", {}))
+
+
+def load_cuda(path: str | Path | None = None) -> Benchmark | None:
+    """The GPU benchmark file (default ``data/benchmarks/cuda.json``), or None if absent.
+
+    Written by ``python tools/benchmark.py --device cuda`` on a machine with a GPU.
+
+    Examples
+    --------
+    >>> load_cuda("no/such/file.json") is None
+    True
+    """
+    path = Path(path) if path is not None else data_dir() / "benchmarks" / "cuda.json"
+    if not path.is_file():
+        return None
+    bench = load(path)
+    if not bench.wall:
+        raise ValueError(f"path: {path} is not a device-mode file (no protocol.total_wall_s)")
+    return bench
+
+
+def side_by_side_rows(cpu: Benchmark, cuda: Benchmark, workload: str) -> list[list]:
+    """Rows (size, nets, method, CPU median s, GPU median s, CPU over GPU) for the sizes and
+    methods measured in both files (same size label, same number of networks).
+
+    The CPU time is the CPU time of one thread, the GPU time is wall time.
+
+    Examples
+    --------
+    >>> a = Benchmark({}, {}, [dict(workload="w", size="s", method="vmap", nets=2,
+    ...                             seconds=[1.0], median=1.0)])
+    >>> b = Benchmark({}, {}, [dict(workload="w", size="s", method="vmap", nets=2,
+    ...                             seconds=[0.01], median=0.01)])
+    >>> side_by_side_rows(a, b, "w")
+    [['s', 2, 'vmap', '1', '0.01', '100']]
+    """
+    rows = []
+    for s, first in cpu.sizes.get(workload, {}).items():
+        for m in METHODS:
+            a, b = cpu.runs.get((workload, s, m)), cuda.runs.get((workload, s, m))
+            if a is None or b is None or a.get("nets") != b.get("nets"):
+                continue
+            rows.append([s, first["nets"], m, fmt(a["median"]), fmt(b["median"]),
+                         fmt(a["median"] / b["median"])])
+    return rows

@@ -1,4 +1,4 @@
-"""Device, dtype and the scale switch.
+"""Device, dtype and the scale switch (the generators are :mod:`eit.core.seeds`'s job).
 
 Random numbers are drawn by the compute device's own generator (:mod:`eit.core.seeds`) at
 every scale: the regression test compares Monte Carlo results statistically, so a GPU need not
@@ -57,10 +57,26 @@ def paper_path() -> bool:
 
 
 def device() -> torch.device:
-    """The compute device: CUDA when present, else CPU (override with ``EIT_DEVICE``)."""
-    forced = os.environ.get("EIT_DEVICE")
+    """The compute device: CUDA when present, else CPU (override with ``EIT_DEVICE``).
+
+    ``EIT_DEVICE=sim`` selects the simulated device of :mod:`eit.core.guard` (it computes on
+    the CPU and fails where CUDA would fail on mixed devices); any other value must name a
+    device that this PyTorch can use (``cpu``, ``cuda``, ``cuda:1``).
+    """
+    forced = os.environ.get("EIT_DEVICE", "").strip()
+    if forced == "sim":
+        from . import guard
+
+        return guard.enable()
     if forced:
-        return torch.device(forced)
+        try:
+            dev = torch.device(forced)
+        except RuntimeError as err:
+            raise ValueError(f"EIT_DEVICE must name a device (cpu, cuda, cuda:N or sim), got "
+                             f"{forced!r}") from err
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"EIT_DEVICE={forced!r}, but this PyTorch sees no CUDA device")
+        return dev
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -94,11 +110,11 @@ def description() -> str:
     dev = device()
     if dev.type == "cuda":
         return f"cuda: {torch.cuda.get_device_name(dev)}"
+    if dev.type != "cpu":
+        return (f"{dev.type} (simulated on the CPU: {os.cpu_count()} cores, torch "
+                f"{torch.__version__})")
     return f"cpu: {os.cpu_count()} cores, torch {torch.__version__}"
 
 
-# the seeded generator lives in eit.core.seeds; chapters import it from here or from eit
-from .seeds import generator  # noqa: E402
-
 __all__ = ["DTYPE", "SCALES", "Scale", "scale", "at_scale", "paper_path", "device", "randn",
-           "rand", "description", "generator"]
+           "rand", "description"]

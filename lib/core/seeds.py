@@ -52,8 +52,18 @@ def derive(seed: int) -> int:
 
 
 def generator(seed: int) -> torch.Generator:
-    """A torch generator on the compute device, seeded with :func:`derive` of ``seed``."""
-    gen = torch.Generator(device=device())
+    """A torch generator on the compute device, seeded with :func:`derive` of ``seed``.
+
+    On the simulated device of :mod:`eit.core.guard` (``EIT_DEVICE=sim``) it is a
+    :class:`~eit.core.guard.SimGenerator`, which draws the CPU's streams.
+    """
+    where = device()
+    if where.type in ("cpu", "cuda"):
+        gen = torch.Generator(device=where)
+    else:
+        from .guard import SimGenerator
+
+        gen = SimGenerator()
     gen.manual_seed(derive(seed))
     return gen
 

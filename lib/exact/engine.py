@@ -85,8 +85,8 @@ def log_chi2(dof: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """
     k = dof.to(device=gen.device, dtype=DTYPE)
     alive = k > 0
-    g = torch._standard_gamma(torch.where(alive, k / 2, torch.ones_like(k)), generator=gen)
-    out = torch.where(alive, math.log(2.0) + torch.log(g), torch.full_like(k, -math.inf))
+    g = torch._standard_gamma(torch.where(alive, k / 2, 1.0), generator=gen)
+    out = torch.where(alive, math.log(2.0) + torch.log(g), -math.inf)
     return out.to(device())
 
 
@@ -102,9 +102,18 @@ def chi2(dof: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return torch.exp(log_chi2(dof, gen))
 
 
-def _binomial(n: int, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
-    count = torch.full(shape, float(n), dtype=DTYPE, device=gen.device)
-    return torch.binomial(count, torch.full_like(count, 0.5), generator=gen).to(device())
+def _binomial(n: int, shape: tuple[int, ...], gen: torch.Generator,
+              cache: dict | None = None) -> torch.Tensor:
+    """Binomial(n, 1/2) numbers; ``cache`` keeps the (count, 1/2) tensors of each n."""
+    key = (n, shape)
+    if cache is None or key not in cache:
+        count = torch.full(shape, float(n), dtype=DTYPE, device=gen.device)
+        args = (count, torch.full_like(count, 0.5))
+        if cache is not None:
+            cache[key] = args
+    else:
+        args = cache[key]
+    return torch.binomial(*args, generator=gen).to(device())
 
 
 # --------------------------------------------------------------------- which law applies
@@ -115,6 +124,53 @@ def _gaussian(layer: Dense, fan_in: int, fan_out: int) -> float:
         raise NoExactLaw(f"Dense(width={layer.width}) with law {law!r}: the exact engines need "
                          "Gaussian weights (a Law with distribution 'normal')")
     return v.positive_float("variance", float(law.rule(fan_in, fan_out)))
+
+
+def _psd_cholesky(m: torch.Tensor) -> torch.Tensor:
+    """Cholesky factors of a stack of positive semi-definite matrices, on the device.
+
+    The factor of ``m`` where it is positive definite; where the factorization fails (a
+    singular ``m``: a dead input, linearly dependent inputs), the factor of ``m + eps I``,
+    ``eps = 16 n`` machine epsilons of the largest diagonal entry. A zero row of ``m`` gives
+    the row ``sqrt(eps) e_i`` (callers zero it or multiply it by a zero right-hand side).
+    No host synchronization: both factorizations run for every matrix and are merged on the
+    device (``torch.linalg.eigh`` and ``pinv`` check their status on the host).
+
+    Examples
+    --------
+    >>> m = torch.tensor([[[4.0, 2.0], [2.0, 1.0]]], dtype=torch.float64)
+    >>> low = _psd_cholesky(m)
+    >>> bool(torch.allclose(low @ low.transpose(-2, -1), m, atol=1e-12))
+    True
+    """
+    low, info = torch.linalg.cholesky_ex(m)
+    fi = torch.finfo(m.dtype)
+    eps = (16 * m.shape[-1] * fi.eps) * m.diagonal(dim1=-2, dim2=-1).amax(-1)
+    reg = m + torch.diag_embed(eps.clamp_min(fi.tiny).unsqueeze(-1).expand(m.shape[:-1]))
+    return torch.where((info == 0)[..., None, None], low, torch.linalg.cholesky_ex(reg)[0])
+
+
+def _psd_root(m: torch.Tensor) -> torch.Tensor:
+    """R with R R^T = m for a stack of positive semi-definite matrices, on the device.
+
+    The Cholesky factor (:func:`_psd_cholesky`); the rows of the inputs that are 0 (a zero
+    diagonal entry of ``m``) are exactly 0.
+
+    Examples
+    --------
+    >>> r = _psd_root(torch.tensor([[[4.0, 0.0], [0.0, 0.0]]], dtype=torch.float64))
+    >>> bool(r[0, 1].eq(0).all()), round(float(r[0, 0, 0]), 12)
+    (True, 2.0)
+    """
+    live = m.diagonal(dim1=-2, dim2=-1) > 0
+    return torch.where(live.unsqueeze(-1), _psd_cholesky(m), 0.0)
+
+
+def _root(m: torch.Tensor) -> torch.Tensor:
+    """R R^T = m: :func:`~eit.sample.engine.gram_root` on the CPU (its values, bit for bit:
+    the committed chapters), :func:`_psd_root` on a device (no host synchronization; the
+    same factor where the Cholesky factorization succeeds, another root of a singular m)."""
+    return gram_root(m) if m.device.type == "cpu" else _psd_root(m)
 
 
 class _Conditional:
@@ -134,14 +190,15 @@ class _Conditional:
             hh, shift = h, log_r
         else:
             c = math.sqrt(layer.bias.variance / s2)
-            hh = torch.cat([_actual(h, log_r, "Dense"), torch.full_like(h[..., :1], c)], -1)
+            hh = torch.cat([_actual(h, log_r, "Dense", ctx.checks),
+                            torch.full_like(h[..., :1], c)], -1)
             shift = torch.zeros_like(log_r)
         z = standard_normal(n_nets, n_in, fan_out, gen=ctx.gen)
         if n_in == 1 and layer.bias is None:       # the vector sampler: W h ~ ||h|| N(0, s2 I)
-            a = z * _view(torch.isfinite(log_r).to(z.dtype), z)
+            a = z * _view(log_r > -math.inf, z)     # 0 for a dead network (+inf raises)
         else:
-            a = gram_root(s2 * (hh @ hh.transpose(-2, -1))) @ z
-        a, log_a = _normalize(a, "Dense")
+            a = _root(s2 * (hh @ hh.transpose(-2, -1))) @ z
+        a, log_a = _normalize(a, "Dense", ctx.checks)
         if n_in == 1 and layer.bias is None:
             log_a = log_a + 0.5 * math.log(s2)
         if ctx.backward:
@@ -166,10 +223,12 @@ class _Conditional:
         n_nets = h.shape[0]
         z = standard_normal(n_nets, 1, width, gen=ctx.gen)
         if isotropic:       # each row: the first coordinate t of a uniform unit vector
-            rest = log_chi2(torch.full((n_nets, 1, width), fan_in - 1.0), ctx.gen).exp()
+            rest = log_chi2(torch.full((n_nets, 1, width), fan_in - 1.0, device=z.device),
+                            ctx.gen).exp()
             t = z / torch.sqrt(z.square() + rest)
         else:               # W_hat u: the first `width` coordinates of a uniform unit vector
-            rest = log_chi2(torch.full((n_nets, 1, 1), float(fan_in - width)), ctx.gen).exp()
+            rest = log_chi2(torch.full((n_nets, 1, 1), float(fan_in - width), device=z.device),
+                            ctx.gen).exp()
             t = z / torch.sqrt(z.square().sum(-1, keepdim=True) + rest)
         t, log_t = _normalize(t, "WeightNorm")
         alive = torch.isfinite(log_r)
@@ -196,16 +255,19 @@ class _Conditional:
         z = standard_normal(*hh.shape, gen=ctx.gen)
         if hh.shape[1] == 1:                    # one input: scalars instead of N x N matrices
             sq = h_rel.square().sum(-1, keepdim=True)
-            proj = h_rel / torch.where(sq > 0, sq, torch.ones_like(sq))
+            proj = h_rel / sq.clamp_min(torch.finfo(sq.dtype).tiny)     # 0 where h = 0
             y = math.sqrt(s2) * g_rel.norm(dim=-1, keepdim=True) * z
-        else:
+        elif h_rel.device.type == "cpu":        # (H H^T)^+ H: the committed CPU streams
             gram_inv = torch.linalg.pinv(h_rel @ h_rel.transpose(-2, -1), hermitian=True)
-            proj = gram_inv @ h_rel                                     # (H H^T)^+ H
-            y = gram_root(s2 * (g_rel @ g_rel.transpose(-2, -1))) @ z
+            proj = gram_inv @ h_rel
+            y = _root(s2 * (g_rel @ g_rel.transpose(-2, -1))) @ z
+        else:                                   # the same on a device, without host checks
+            proj = torch.cholesky_solve(h_rel, _psd_cholesky(h_rel @ h_rel.transpose(-2, -1)))
+            y = _root(s2 * (g_rel @ g_rel.transpose(-2, -1))) @ z
         term1 = (g_rel @ a_rel.transpose(-2, -1)) @ proj
         term2 = y - (y @ h_rel.transpose(-2, -1)) @ proj
         gin = (term1 + term2)[..., :d["n_in"]]
-        gin, lg = _normalize(gin, "Dense")
+        gin, lg = _normalize(gin, "Dense", ctx.checks)
         return gin, mg + lg
 
 
@@ -237,14 +299,13 @@ def _norm_chain(dense: list[Dense], x: torch.Tensor, *, n_nets: int, gen: torch.
                          "positively homogeneous): use method='conditional'")
     shape = (n_nets, 1)
     log_r = 2 * torch.log(x.flatten(1).norm(dim=-1)).view(1, 1).expand(shape).clone()
-    log_r_all, actives, log_s2 = [log_r], [], []
+    log_r_all, actives, log_s2, cache = [log_r], [], [], {}
     for layer, fan_in, n in zip(dense, fans[:-1], fans[1:], strict=True):
         s2 = _gaussian(layer, fan_in, n)
         pre = log_r + math.log(s2)
         if layer.bias is not None:
             pre = torch.logaddexp(pre, torch.full_like(pre, math.log(layer.bias.variance)))
-        k = torch.where(torch.isneginf(pre), torch.zeros(shape, dtype=DTYPE, device=device()),
-                        _binomial(n, shape, gen))
+        k = torch.where(torch.isneginf(pre), 0.0, _binomial(n, shape, gen, cache))
         log_r = pre + log_chi2(k, gen)
         log_r_all.append(log_r)
         actives.append(k)
@@ -275,7 +336,8 @@ def _norm_chain_backward(log_r_all, actives, log_s2, fans, shape, gen, backward,
         log_a2 = torch.logaddexp(log_r_all[-1], log_r_all[-2] + log_s2[-1]
                                  + log_chi2(n_top - k_top, gen))
         log_c2 = log_a2 + z2                                 # c = a . delta = ||a|| z
-        log_q = torch.logaddexp(z2, log_chi2(torch.full(shape, n_top - 1.0), gen))
+        log_q = torch.logaddexp(z2, log_chi2(torch.full(shape, n_top - 1.0, device=z2.device),
+                                             gen))
         log_top = log_q
     else:                                                    # dL/dh^L ~ N(0, I)
         log_c2 = log_r_all[-1] + z2                          # c = h^L . delta

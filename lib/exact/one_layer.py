@@ -9,15 +9,39 @@ masked layer of Lemma 4 has the same law (a symmetric a_i is independent of its 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import stats as st
 
 from ..core import validate as v
 
+#: Widths up to this sum over every K; above, over the bulk ``|K - m/2| <= 20 sqrt(m)`` only
+#: (the rest has probability below ``2 exp(-800)``, under the smallest double).
+_FULL_SUM = 100_000
+#: The largest width whose law is computed (the bulk then has about 4 million terms).
+MAX_WIDTH = 10**10
+
+
+def _width(m) -> int:
+    m = v.positive_int("m", m)
+    if m > MAX_WIDTH:
+        raise ValueError(f"m must be at most {MAX_WIDTH} for the exact law, got {m}")
+    return m
+
 
 def _binomial_weights(m: int) -> tuple[np.ndarray, np.ndarray]:
-    k = np.arange(m + 1)
+    if m <= _FULL_SUM:
+        k = np.arange(m + 1)
+    else:
+        half = 20 * math.sqrt(m)
+        k = np.arange(max(0, math.floor(m / 2 - half)), min(m, math.ceil(m / 2 + half)) + 1)
     return k, st.binom.pmf(k, m, 0.5)
+
+
+def _probability(p: float) -> float:
+    """A sum of probabilities of disjoint events, rounded into [0, 1]."""
+    return float(min(1.0, max(0.0, p)))
 
 
 def relu_layer_sq_ratio_cdf(m: int, t: float) -> float:
@@ -49,14 +73,14 @@ def relu_layer_sq_ratio_cdf(m: int, t: float) -> float:
     >>> round(relu_layer_sq_ratio_cdf(1, 0.0), 12)
     0.5
     """
-    m = v.positive_int("m", m)
+    m = _width(m)
     t = v.finite_real("t", t)
     if t < 0:
         return 0.0
     k, w = _binomial_weights(m)
-    cdf = np.ones(m + 1)  # K = 0: the ratio is exactly 0 <= t
-    cdf[1:] = st.chi2.cdf(m * t / 2, k[1:])
-    return float(np.dot(w, cdf))
+    # K = 0: the ratio is exactly 0 <= t
+    cdf = np.where(k > 0, st.chi2.cdf(m * t / 2, np.maximum(k, 1)), 1.0)
+    return _probability(np.dot(w, cdf))
 
 
 def relu_layer_tail(m: int, eps: float) -> float:
@@ -71,14 +95,13 @@ def relu_layer_tail(m: int, eps: float) -> float:
     >>> 0 < relu_layer_tail(100, 0.5) < 1
     True
     """
-    m = v.positive_int("m", m)
+    m = _width(m)
     eps = v.in_interval("eps", eps, 0.0, float("inf"))
     k, w = _binomial_weights(m)
-    upper = np.zeros(m + 1)
-    upper[1:] = st.chi2.sf(m * (1 + eps) / 2, k[1:])
+    upper = np.where(k > 0, st.chi2.sf(m * (1 + eps) / 2, np.maximum(k, 1)), 0.0)
     # P(ratio < 1 - eps): the CDF (continuous for K >= 1; the atom at 0 lies below 1 - eps).
     lower = relu_layer_sq_ratio_cdf(m, 1 - eps) if eps < 1 else 0.0
-    return float(np.dot(w, upper) + lower)
+    return _probability(np.dot(w, upper) + lower)
 
 
 def relu_layer_mean_distortion(m: int) -> float:
@@ -92,15 +115,15 @@ def relu_layer_mean_distortion(m: int) -> float:
     >>> 0 < relu_layer_mean_distortion(64) < 1
     True
     """
-    m = v.positive_int("m", m)
+    m = _width(m)
     k, w = _binomial_weights(m)
     c2 = 2.0 / m
-    out = np.ones(m + 1)  # K = 0: |1 - 0| = 1
-    kk = k[1:].astype(float)
+    kk = np.maximum(k, 1).astype(float)
     mu = st.chi.mean(kk)
     c = np.sqrt(c2)
-    out[1:] = 1 - c * mu + 2 * (c * mu * st.chi2.sf(1 / c2, kk + 1) - st.chi2.sf(1 / c2, kk))
-    return float(np.dot(w, out))
+    out = np.where(k > 0, 1 - c * mu + 2 * (c * mu * st.chi2.sf(1 / c2, kk + 1)
+                                            - st.chi2.sf(1 / c2, kk)), 1.0)  # K = 0: 1
+    return float(max(0.0, np.dot(w, out)))
 
 
 def relu_layer_distortion_quantile(m: int, q: float) -> float:
@@ -111,7 +134,7 @@ def relu_layer_distortion_quantile(m: int, q: float) -> float:
     >>> relu_layer_distortion_quantile(64, 0.5) > 0
     True
     """
-    m = v.positive_int("m", m)
+    m = _width(m)
     q = v.in_interval("q", q, 0.0, 1.0)
 
     def prob_below(e: float) -> float:  # P(|1 - sqrt(R)| <= e), R = (2/m) chi2_K
@@ -123,13 +146,15 @@ def relu_layer_distortion_quantile(m: int, q: float) -> float:
         hi = 2.0
         while prob_below(hi) < q:
             hi *= 2
+            if hi > 1e100:
+                raise ValueError(f"q={q} is too close to 1 for the precision of the exact law")
     for _ in range(80):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if prob_below(mid) < q else (lo, mid)
     return hi
 
 
-__all__ = ["relu_layer_distortion_quantile", "relu_layer_mean_distortion",
+__all__ = ["MAX_WIDTH", "relu_layer_distortion_quantile", "relu_layer_mean_distortion",
            "relu_layer_sq_ratio_cdf", "relu_layer_tail", "gaussian_layer_tail"]
 
 
@@ -150,6 +175,6 @@ def gaussian_layer_tail(m: int, eps: float) -> float:
     >>> round(gaussian_layer_tail(200, 0.2), 3)
     0.045
     """
-    m = v.positive_int("m", m)
+    m = _width(m)
     eps = v.in_interval("eps", eps, 0.0, float("inf"))
-    return float(st.chi2.sf(m * (1 + eps), m) + st.chi2.cdf(m * (1 - eps), m))
+    return _probability(st.chi2.sf(m * (1 + eps), m) + st.chi2.cdf(m * (1 - eps), m))

@@ -73,6 +73,7 @@ def ratio_profiles(scheme: str, n0: int, widths: Sequence[int], depth: int, *, d
                                 [float(s_) for s_ in variances(scheme, n0, w, depth)],
                                 n_nets=draws, gen=gen, delta="random"),
                      stat)[-depth:, :, 0].exp() for w in widths]
-        out[f"{q}_mean"] = np.stack([r_.mean(-1).numpy() for r_ in r])
-        out[f"{q}_sd"] = np.stack([r_.std(-1).numpy() for r_ in r])
+        # the results leave the device once, at the end (NumPy arrays for the data store)
+        out[f"{q}_mean"] = torch.stack([r_.mean(-1) for r_ in r]).cpu().numpy()
+        out[f"{q}_sd"] = torch.stack([r_.std(-1) for r_ in r]).cpu().numpy()
     return out

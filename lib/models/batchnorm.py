@@ -398,9 +398,9 @@ def _labels(labels, n_classes, n: int, d: int) -> torch.Tensor:
                          f"{labels.dtype} of shape {tuple(labels.shape)}")
     if (labels < 0).any() or (labels >= n_classes).any():
         raise ValueError(f"labels must lie in [0, n_classes) = [0, {n_classes})")
-    onehot = torch.zeros(n_classes, n, dtype=DTYPE)
-    onehot[labels.cpu(), torch.arange(n)] = 1.0
-    return onehot.to(device())
+    onehot = torch.zeros(n_classes, n, dtype=DTYPE, device=device())
+    onehot[labels.to(onehot.device), torch.arange(n, device=onehot.device)] = 1.0
+    return onehot
 
 
 def weight_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,

@@ -154,7 +154,7 @@ def conv_resnet(init: str, *, channels: int | Sequence[int], blocks: int | Seque
             convolutions; the stem is always standard.
         channels: channels per stage ``[c_1, ..., c_S]`` (an int: one stage).
         blocks: residual blocks per stage (an int: the same for every stage).
-        gen: random generator (:func:`eit.core.device.generator`).
+        gen: random generator (:func:`eit.core.seeds.generator`).
         in_channels, n_classes, kernel: input channels, classes, odd kernel size k.
         padding: ``'circular'`` (exact fan-in law) or ``'zeros'``.
         head_std: std of the fixed random projection (default ``1/sqrt(c_S)``).

@@ -212,6 +212,7 @@ def build(x, labels, r: int, k: int, rho_p: float, *,
     if not isinstance(project, bool):
         raise TypeError(f"project must be a bool, got {type(project).__name__}")
     n, d = x.shape
+    x = x.to(gen.device)                 # the points meet the weights drawn on gen's device
     if project:
         A0 = torch.randn(k, d, generator=gen, device=gen.device, dtype=DTYPE) / math.sqrt(k)
     elif d != k:
@@ -252,7 +253,7 @@ def forward(net: ResidualConstruction, x) -> tuple[torch.Tensor, torch.Tensor]:
     x = tensor("x", x, ndim=2)
     if not isinstance(net, ResidualConstruction):
         raise TypeError(f"net must be a ResidualConstruction, got {type(net).__name__}")
-    h = x @ net.A0.T
+    h = x.to(net.A0.device) @ net.A0.T      # the points meet the weights
     for U, V, s in net.blocks:
         h = h + block(h, U, V, s)
     U, V, s = net.last

@@ -107,7 +107,7 @@ def mean_ratio_after(gaps: torch.Tensor, threshold: float, steps: int) -> torch.
     if not bool((g[:, 0] >= threshold).all() and (entry + steps < g.shape[1]).all()):
         raise ValueError("the chain is too short (or starts below threshold) to observe "
                          f"{steps} layers after the gap falls below {threshold}")
-    window = (entry.view(-1, 1) + torch.arange(steps)).clamp_max(g.shape[1] - 2)
+    window = (entry.view(-1, 1) + torch.arange(steps, device=g.device)).clamp_max(g.shape[1] - 2)
     return (g[:, 1:] / g[:, :-1]).gather(1, window).mean(dim=1)
 
 

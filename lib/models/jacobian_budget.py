@@ -172,7 +172,8 @@ def to_arrays(runs: Mapping[tuple[int, str], Budget], dims: Sequence[int]
     >>> sorted(arrays), arrays["d2_far_d6"].shape
     (['d2_far_S', 'd2_far_d3', 'd2_far_d6', 'd2_far_phi0'], (2, 1))
     """
-    def stored(part: str, x) -> np.ndarray:
+    def stored(part: str, x) -> np.ndarray:   # the results leave the device here, once
+        x = x.detach().cpu() if isinstance(x, torch.Tensor) else x
         if part in ("d6", "d3"):        # stored (n_nets, len(depths)), C-ordered as in data/
             return np.ascontiguousarray(x.T)
         return np.asarray(x)

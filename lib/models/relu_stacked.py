@@ -45,7 +45,7 @@ class StackedReLUNet:
     def __init__(self, weights: list[torch.Tensor], etas: Sequence[float] | None = None,
                  biases: list[torch.Tensor] | None = None):
         self.weights = [w.detach().clone().requires_grad_(True) for w in weights]
-        self.biases = ([torch.zeros(w.shape[0], 1, w.shape[1], dtype=w.dtype,
+        self.biases = ([torch.zeros(w.shape[0], 1, w.shape[1], dtype=w.dtype, device=w.device,
                                     requires_grad=True) for w in weights] if biases is None
                        else [b.detach().clone().requires_grad_(True) for b in biases])
         self.etas = None if etas is None else [float(e) for e in etas]

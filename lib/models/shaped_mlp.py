@@ -218,6 +218,7 @@ def gradient_norms(model: ShapedMLP, x: torch.Tensor, y: torch.Tensor) -> torch.
     if not isinstance(y, torch.Tensor) or y.shape != x.shape[:1]:
         raise ValueError(f"y must be a tensor of shape ({x.shape[0]},), got "
                          f"{getattr(y, 'shape', type(y).__name__)}")
+    x, y = x.to(model.ws.device), y.to(model.ws.device)   # the samples meet the weights
     loss = torch.nn.functional.cross_entropy(model(x.expand(model.runs, *x.shape)).transpose(1, 2),
                                              y.expand(model.runs, -1))
     (g,) = torch.autograd.grad(loss * model.runs, [model.ws])
@@ -259,7 +260,8 @@ def random_displacement(moved: torch.Tensor, gen: torch.Generator) -> torch.Tens
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
     size = moved.flatten(-2).norm(dim=-1)
-    noise = torch.randn(moved.shape, generator=gen, dtype=moved.dtype)
+    noise = torch.randn(moved.shape, generator=gen, device=gen.device,
+                        dtype=moved.dtype).to(moved.device)
     noise *= (size / noise.flatten(-2).norm(dim=-1))[..., None, None]
     return noise
 

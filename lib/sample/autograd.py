@@ -69,7 +69,8 @@ def relu_mlp_grad_norms(weights: Sequence[torch.Tensor], x: torch.Tensor,
             acts[-1][1].retain_grad()
             h = acts[-1][1].relu()
         logits = (ws[-1] @ h)[None]
-        torch.nn.functional.cross_entropy(logits, torch.tensor([y_i])).backward()
+        target = torch.tensor([y_i], device=logits.device)  # the device of the logits it meets
+        torch.nn.functional.cross_entropy(logits, target).backward()
         out.append([(w_.grad.norm(), a.grad.norm(), h_in.norm())
                     for (h_in, a), w_ in zip(acts, ws, strict=False)])
         for w_ in ws:

@@ -32,8 +32,9 @@ without a backward pass.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -86,24 +87,83 @@ def _view(r: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return r.reshape(*r.shape, *([1] * (like.ndim - r.ndim)))
 
 
-def _normalize(y: torch.Tensor, what: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """(unit vectors, log-norms) over the feature axes; a zero vector stays 0 with -inf."""
+#: The checks a pass defers to its end (one host synchronization per pass, not per layer):
+#: kind -> (whether a tensor passes, on the device; the error it raises otherwise).
+_CHECKS = {
+    "norm": (lambda r: torch.isfinite(r).all(), lambda what, r, _: FloatingPointError(
+        f"{what}: a vector overflowed or became NaN; layers that are not positively "
+        "homogeneous (biases, tanh) cannot carry their scale in log space, so their "
+        "inputs must stay within float64")),
+    "actual": (lambda s: ~torch.isinf(s).any(), lambda what, _, log_r: FloatingPointError(
+        f"{what}: the input's norm exceeds float64 (log-norm {float(log_r.max()):.4g}); a "
+        "layer that is not positively homogeneous cannot act on it")),
+    "batchnorm": (lambda r_f: (r_f != 0).all(), lambda *_: ValueError(
+        "BatchNorm: a feature is 0 on every input of a network (a zero row of X), where BN "
+        "is undefined")),
+}
+
+
+def _defer(checks: list | None, kind: str, what: str, t: torch.Tensor,
+           extra: torch.Tensor | None = None) -> None:
+    """Check ``t`` now (``checks`` None) or append it to the pass's ``checks``."""
+    if checks is None:
+        _raise_first([(kind, what, t, extra)])
+    else:
+        checks.append((kind, what, t, extra))
+
+
+def _raise_first(checks: list) -> None:
+    """Raise the error of the first failing deferred check, if any; empty ``checks``.
+
+    One host synchronization for all of them: the tensors of each kind are concatenated and
+    checked on the device; only when one fails are they checked one by one, in order.
+    """
+    if not checks:
+        return
+    pending = list(checks)
+    checks.clear()
+    ok = None
+    for kind, (passes, _) in _CHECKS.items():
+        ts = [t.reshape(-1) for k, _, t, _ in pending if k == kind]
+        if ts:
+            flag = passes(torch.cat(ts) if len(ts) > 1 else ts[0])
+            ok = flag if ok is None else ok & flag
+    if bool(ok):
+        return
+    for kind, what, t, extra in pending:
+        passes, error = _CHECKS[kind]
+        if not bool(passes(t)):
+            raise error(what, t, extra)
+
+
+@contextlib.contextmanager
+def _checked(checks: list) -> Iterator[None]:
+    """Run a pass, then its deferred checks; a deferred error comes before a later one."""
+    try:
+        yield
+    except Exception:
+        _raise_first(checks)
+        raise
+    _raise_first(checks)
+
+
+def _normalize(y: torch.Tensor, what: str,
+               checks: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(unit vectors, log-norms) over the feature axes; a zero vector stays 0 with -inf.
+
+    A norm that is not finite raises FloatingPointError: now, or at the end of the pass when
+    the pass's ``checks`` list is given (no host synchronization per layer).
+    """
     r = y.flatten(2).norm(dim=-1)
-    if not bool(torch.isfinite(r).all()):
-        raise FloatingPointError(
-            f"{what}: a vector overflowed or became NaN; layers that are not positively "
-            "homogeneous (biases, tanh) cannot carry their scale in log space, so their "
-            "inputs must stay within float64")
-    return y / _view(torch.where(r > 0, r, torch.ones_like(r)), y), torch.log(r)
+    _defer(checks, "norm", what, r)
+    return y / _view(r.clamp_min(torch.finfo(r.dtype).tiny), y), torch.log(r)
 
 
-def _actual(h: torch.Tensor, log_r: torch.Tensor, what: str) -> torch.Tensor:
+def _actual(h: torch.Tensor, log_r: torch.Tensor, what: str,
+            checks: list | None = None) -> torch.Tensor:
     """The actual vectors h * exp(log_r) (0 for a zero vector)."""
     scale = torch.exp(log_r)
-    if bool(torch.isinf(scale).any()):
-        raise FloatingPointError(
-            f"{what}: the input's norm exceeds float64 (log-norm {float(log_r.max()):.4g}); a "
-            "layer that is not positively homogeneous cannot act on it")
+    _defer(checks, "actual", what, scale, log_r)
     return h * _view(scale, h)
 
 
@@ -119,13 +179,13 @@ def _relative(h: torch.Tensor, log_r: torch.Tensor) -> tuple[torch.Tensor, torch
     return h * _view(torch.exp(log_r - m), h), m
 
 
-def _combine(h1, l1, h2, l2, c2: float):
+def _combine(h1, l1, h2, l2, c2: float, checks: list | None = None):
     """Unit form of exp(l1) h1 + c2 exp(l2) h2 (per input), all in log space."""
     lc2 = math.log(c2) if c2 > 0 else -math.inf
     m = torch.maximum(l1, l2 + lc2)
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
     y = h1 * _view(torch.exp(l1 - m), h1) + h2 * _view(torch.exp(l2 + lc2 - m), h2)
-    unit, ly = _normalize(y, "residual")
+    unit, ly = _normalize(y, "residual", checks)
     return unit, m + ly
 
 
@@ -198,6 +258,17 @@ class _Context:
     rule: object | None = None
     #: Feature shapes at the inputs of the enclosing residual blocks (innermost last).
     stream: list = field(default_factory=list)
+    #: The checks deferred to the end of the pass (:func:`_raise_first`).
+    checks: list = field(default_factory=list)
+    #: The largest allocation already checked against the available memory in this pass
+    #: (``torch.cuda.mem_get_info`` is a driver call: once per size, not once per layer).
+    checked_bytes: float = 0.0
+
+    def memory(self, name: str, n_bytes: float) -> None:
+        """:func:`eit.core.validate.memory`, skipped where a larger size already fit."""
+        if not n_bytes <= self.checked_bytes:
+            v.memory(name, n_bytes)
+            self.checked_bytes = n_bytes
 
     def fan_out(self, layer: Dense, fan_in: int) -> int:
         """The width of a dense layer: its own, else its block's stream width, else fan_in."""
@@ -215,7 +286,7 @@ def _draw_dense(layer: Dense, ctx: _Context, fan_out: int, fan_in: int):
     if isinstance(law, Law) and law.distribution == "normal":
         var = v.positive_float("variance", float(law.rule(fan_in, fan_out)))
         n = ctx.n_nets * fan_out * fan_in
-        v.memory("n_nets, widths", 8.0 * n)
+        ctx.memory("n_nets, widths", 8.0 * n)
         return standard_normal(ctx.n_nets, fan_out, fan_in, gen=ctx.gen), math.sqrt(var)
     if isinstance(law, Law):
         return law(ctx.n_nets, fan_out, fan_in, ctx.gen), 1.0
@@ -323,14 +394,14 @@ def _leaf_forward(layer: Layer, h: torch.Tensor, log_r: torch.Tensor, ctx: _Cont
         if layer.bias is None:
             inp, base = h, log_r
         else:
-            inp, base = _actual(h, log_r, name), torch.zeros_like(log_r)
+            inp, base = _actual(h, log_r, name, ctx.checks), torch.zeros_like(log_r)
         c = _streamed_std(layer, ctx, fan_out, fan_in)
         if c is None:
             w, c = _draw_dense(layer, ctx, fan_out, fan_in)
             a = torch.matmul(inp, w.transpose(-2, -1))
         else:                       # a large Gaussian layer: rows multiplied as drawn
             n_bytes = 8.0 * ctx.n_nets * fan_out * fan_in
-            v.memory("n_nets, widths", n_bytes)      # as if drawn whole (never held so)
+            ctx.memory("n_nets, widths", n_bytes)    # as if drawn whole (never held so)
             keep = ctx.backward and n_bytes <= ctx.keep_budget
             a, w = _draw_and_apply(inp, fan_out, ctx.gen, keep)
         n_bytes = 8.0 * ctx.n_nets * fan_out * fan_in if w is None else w.numel() * w.element_size()
@@ -342,7 +413,7 @@ def _leaf_forward(layer: Layer, h: torch.Tensor, log_r: torch.Tensor, ctx: _Cont
             a = a * c
         if layer.bias is not None:
             a = a + layer.bias(ctx.n_nets, fan_out, ctx.gen).unsqueeze(1)
-        a, log_a = _normalize(a, name)
+        a, log_a = _normalize(a, name, ctx.checks)
         tape.append(rec)
         return a, base + log_a
     if isinstance(layer, WeightNorm):
@@ -359,7 +430,7 @@ def _leaf_forward(layer: Layer, h: torch.Tensor, log_r: torch.Tensor, ctx: _Cont
         _keep_or_state(ctx, rec, (w_hat, norms), 8.0 * w_hat.numel(), state)
         p = torch.matmul(h, w_hat.transpose(-2, -1))       # w_hat_i . h_unit
         rec.data.update(log_r_in=log_r.clone(), gain=k, draw=draw, p=p if ctx.backward else None)
-        a, log_a = _normalize(p, name)
+        a, log_a = _normalize(p, name, ctx.checks)
         tape.append(rec)
         return a, log_r + log_a + math.log(k)
     if isinstance(layer, Conv):
@@ -372,27 +443,27 @@ def _leaf_forward(layer: Layer, h: torch.Tensor, log_r: torch.Tensor, ctx: _Cont
         _keep_or_state(ctx, rec, w, 8.0 * w.numel(), state)
         rec.data.update(in_shape=tuple(h.shape), draw=lambda: draw().reshape(w.shape))
         y = _conv(h, w, layer)
-        y, log_y = _normalize(y, name)
+        y, log_y = _normalize(y, name, ctx.checks)
         tape.append(rec)
         return y, log_r + log_y
     if isinstance(layer, ReLU):
         if ctx.backward:
             rec.data["mask"] = h > 0
         tape.append(rec)
-        y, log_y = _normalize(h.clamp_min(0), name)
+        y, log_y = _normalize(h.clamp_min(0), name, ctx.checks)
         return y, log_r + log_y
     if isinstance(layer, LeakyReLU):
         positive = h >= 0
         if ctx.backward:
             rec.data["positive"] = positive
         tape.append(rec)
-        y, log_y = _normalize(torch.where(positive, h, layer.slope * h), name)
+        y, log_y = _normalize(torch.where(positive, h, layer.slope * h), name, ctx.checks)
         return y, log_r + log_y
     if isinstance(layer, Scale):
         tape.append(rec)
         return h, log_r + math.log(layer.gain)
     if isinstance(layer, Activation):
-        x = _actual(h, log_r, layer.name)
+        x = _actual(h, log_r, layer.name, ctx.checks)
         y = layer.fn(x)
         if not isinstance(y, torch.Tensor) or y.shape != x.shape:
             raise ValueError(f"activation {layer.name} must return a tensor of its input's "
@@ -402,10 +473,10 @@ def _leaf_forward(layer: Layer, h: torch.Tensor, log_r: torch.Tensor, ctx: _Cont
         if "nonlinearity" in ctx.record:       # ||act(u) - u||_F / ||u||_F per network
             ctx.emit("nonlinearity", (y - x).flatten(1).norm(dim=1) / x.flatten(1).norm(dim=1))
         tape.append(rec)
-        return _normalize(y, layer.name)
+        return _normalize(y, layer.name, ctx.checks)
     if isinstance(layer, BatchNorm):
         x, m = _relative(h, log_r)
-        y, r_f = _batchnorm(x, layer)
+        y, r_f = _batchnorm(x, layer, ctx.checks)
         if ctx.backward:
             rec.data.update(y=y, r_f=r_f, m=m)
         if "isometry_gap" in ctx.record:
@@ -413,7 +484,7 @@ def _leaf_forward(layer: Layer, h: torch.Tensor, log_r: torch.Tensor, ctx: _Cont
         if "log_bn_jacobian" in ctx.record:
             ctx.emit("log_bn_jacobian", _bn_jacobian_lognorm(r_f, m, layer, x.shape[1]))
         tape.append(rec)
-        return _normalize(y, "BatchNorm")
+        return _normalize(y, "BatchNorm", ctx.checks)
     raise TypeError(f"the explicit engine has no rule for {type(layer).__name__}")
 
 
@@ -429,13 +500,12 @@ def _conv(h: torch.Tensor, w: torch.Tensor, layer: Conv) -> torch.Tensor:
     return y.reshape(n_in, n_nets, layer.channels, *y.shape[-2:]).permute(1, 0, 2, 3, 4)
 
 
-def _batchnorm(x: torch.Tensor, layer: BatchNorm) -> tuple[torch.Tensor, torch.Tensor]:
+def _batchnorm(x: torch.Tensor, layer: BatchNorm,
+               checks: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     if layer.centered:
         x = x - x.mean(dim=1, keepdim=True)
     r_f = x.norm(dim=1, keepdim=True)
-    if bool((r_f == 0).any()):
-        raise ValueError("BatchNorm: a feature is 0 on every input of a network (a zero row of "
-                         "X), where BN is undefined")
+    _defer(checks, "batchnorm", "BatchNorm", r_f)
     y = x / r_f
     if layer.standard:
         y = y * math.sqrt(x.shape[1])
@@ -479,7 +549,7 @@ def _run(layer: Layer, h, log_r, ctx: _Context, tape: list):
         ctx.emit("cos_branch", _inner(hs, hb))
         rec.data.update(branch=branch_tape, shortcut=short_tape)
         tape.append(rec)
-        return _combine(hs, ls, hb, lb, layer.scale)
+        return _combine(hs, ls, hb, lb, layer.scale, ctx.checks)
     return _leaf_forward(layer, h, log_r, ctx, tape)
 
 
@@ -500,7 +570,7 @@ def _leaf_backward(rec: _Record, g, log_g, ctx: _Context):
             ctx.emit("log_grad_w_batch_op",
                      _batch_grad(g, log_g, d["h_in"], d["log_r_in"], spectral=True))
         gin = torch.matmul(g, w)
-        gin, lg = _normalize(gin, name)
+        gin, lg = _normalize(gin, name, ctx.checks)
         return gin, log_g + lg + math.log(c)
     if isinstance(layer, WeightNorm):
         w_hat, norms = _weights_again(ctx, rec, d["draw"])
@@ -512,20 +582,20 @@ def _leaf_backward(rec: _Record, g, log_g, ctx: _Context):
         perp = (1 - d["p"].square()).clamp_min(0)
         sq = (g.square() * perp / c.square().unsqueeze(-2)).sum(-1)
         ctx.emit("log_grad_w", math.log(k) + log_g + log_r + 0.5 * torch.log(sq))
-        gin, lg = _normalize(torch.matmul(g, w_hat), name)
+        gin, lg = _normalize(torch.matmul(g, w_hat), name, ctx.checks)
         return gin, log_g + lg + math.log(k)
     if isinstance(layer, Conv):
         w = _weights_again(ctx, rec, d["draw"])
         with torch.enable_grad():
             x = torch.zeros(d["in_shape"], dtype=g.dtype, device=g.device, requires_grad=True)
             (gin,) = torch.autograd.grad(_conv(x, w, layer), x, g)
-        gin, lg = _normalize(gin, name)
+        gin, lg = _normalize(gin, name, ctx.checks)
         return gin, log_g + lg
     if isinstance(layer, ReLU):
-        gin, lg = _normalize(d["mask"] * g, name)
+        gin, lg = _normalize(d["mask"] * g, name, ctx.checks)
         return gin, log_g + lg
     if isinstance(layer, LeakyReLU):
-        gin, lg = _normalize(torch.where(d["positive"], g, layer.slope * g), name)
+        gin, lg = _normalize(torch.where(d["positive"], g, layer.slope * g), name, ctx.checks)
         return gin, log_g + lg
     if isinstance(layer, Scale):
         return g, log_g + math.log(layer.gain)
@@ -537,7 +607,7 @@ def _leaf_backward(rec: _Record, g, log_g, ctx: _Context):
             with torch.enable_grad():
                 xx = x.detach().requires_grad_(True)
                 (gin,) = torch.autograd.grad(layer.fn(xx), xx, g)
-        gin, lg = _normalize(gin, layer.name)
+        gin, lg = _normalize(gin, layer.name, ctx.checks)
         ctx.emit("log_grad_preact", log_g + lg)          # log ||dL/du||, u the pre-activation
         return gin, log_g + lg
     if isinstance(layer, BatchNorm):
@@ -548,7 +618,7 @@ def _leaf_backward(rec: _Record, g, log_g, ctx: _Context):
         gx = (gg - y * (gg * y).sum(dim=1, keepdim=True)) / r_f
         if layer.centered:
             gx = gx - gx.mean(dim=1, keepdim=True)
-        gin, lg = _normalize(gx, "BatchNorm")
+        gin, lg = _normalize(gx, "BatchNorm", ctx.checks)
         return gin, lg + mg - d["m"]
     raise TypeError(f"the explicit engine has no backward rule for {name}")
 
@@ -578,7 +648,7 @@ def _run_back(records: list, g, log_g, ctx: _Context):
             lc = math.log(layer.scale) if layer.scale > 0 else -math.inf
             ctx.emit("log_branch_grad", torch.where(torch.isneginf(log_g), log_g, lb + lc - log_g))
             ctx.emit("cos_branch_grad", _inner(gs, gb))
-            g, log_g = _combine(gs, ls, gb, lb, layer.scale)
+            g, log_g = _combine(gs, ls, gb, lb, layer.scale, ctx.checks)
         else:
             g, log_g = _leaf_backward(rec, g, log_g, ctx)
     return g, log_g
@@ -698,15 +768,16 @@ class Pass:
             if not bool(torch.isfinite(g).all()):
                 raise ValueError(f"{what} contains inf or NaN")
             g = g.to(device=h.device, dtype=h.dtype)
-        g, log_g = _normalize(g, "cotangent")
-        after = ctx.gen.get_state()
-        log_grad, stats = [log_g], []
-        for records in reversed(tapes):
-            ctx.emitted = {}
-            g, log_g = _run_back(records, g, log_g, ctx)
-            stats.append(_collect(ctx.emitted, reverse=True))
-            log_grad.append(log_g)
-        ctx.gen.set_state(after)
+        with _checked(ctx.checks):
+            g, log_g = _normalize(g, "cotangent", ctx.checks)
+            after = ctx.gen.get_state()
+            log_grad, stats = [log_g], []
+            for records in reversed(tapes):
+                ctx.emitted = {}
+                g, log_g = _run_back(records, g, log_g, ctx)
+                stats.append(_collect(ctx.emitted, reverse=True))
+                log_grad.append(log_g)
+            ctx.gen.set_state(after)
         fwd = self.trace
         return Trace(fwd.log_h[:top + 1], torch.stack(log_grad[::-1]),
                      {**{k: s[:top] for k, s in fwd.stats.items()}, **_stack(stats, True)},
@@ -768,20 +839,21 @@ def forward(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
     tops = {depth} if tops is None else {v.positive_int("tops[i]", t) for t in tops}
     if max(tops) > depth:
         raise ValueError(f"tops must lie in [1, {depth}], got {sorted(tops)}")
-    h, log_r = _normalize(h, "x")
-    log_h, tapes, stats, states = [log_r], [], [], {}
-    seen = {name: [fn(h, log_r)] for name, fn in observe.items()}
-    for element in net.layers:
-        ctx.emitted = {}
-        tape: list = []
-        h, log_r = _run(element, h, log_r, ctx, tape)
-        stats.append(_collect(ctx.emitted, reverse=False))
-        log_h.append(log_r)
-        tapes.append(tape)
-        if len(tapes) in tops:
-            states[len(tapes)] = (h, log_r)
-        for name, fn in observe.items():
-            seen[name].append(fn(h, log_r))
+    with _checked(ctx.checks):
+        h, log_r = _normalize(h, "x", ctx.checks)
+        log_h, tapes, stats, states = [log_r], [], [], {}
+        seen = {name: [fn(h, log_r)] for name, fn in observe.items()}
+        for element in net.layers:
+            ctx.emitted = {}
+            tape: list = []
+            h, log_r = _run(element, h, log_r, ctx, tape)
+            stats.append(_collect(ctx.emitted, reverse=False))
+            log_h.append(log_r)
+            tapes.append(tape)
+            if len(tapes) in tops:
+                states[len(tapes)] = (h, log_r)
+            for name, fn in observe.items():
+                seen[name].append(fn(h, log_r))
     result = Trace(torch.stack(log_h), None, _stack(stats),
                    {k: torch.stack(s) for k, s in seen.items()},
                    tuple(math.prod(s) for s in shapes),

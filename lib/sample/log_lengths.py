@@ -86,7 +86,7 @@ def equal_width_log_ratios(init: Initializer, depth: int, *, n_inputs: int, n_ne
     torch.Size([6, 3, 2])
     """
     depth, n_inputs = v.positive_int("depth", depth), v.positive_int("n_inputs", n_inputs)
-    x = torch.randn(n_inputs, depth, generator=gen, dtype=DTYPE)
+    x = torch.randn(n_inputs, depth, generator=gen, device=gen.device, dtype=DTYPE)
     x = x / x.norm(dim=-1, keepdim=True)
     return relu_mlp(x, [depth] * depth, init, n_nets=n_nets, gen=gen).log_h_ratio
 

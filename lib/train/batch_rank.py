@@ -55,7 +55,7 @@ def random_batch_ranks(data: torch.Tensor, batch_size: int, n_batches: int, *,
         raise ValueError(f"batch_size must be at most the number of samples "
                          f"{data.shape[0]}, got {batch_size}")
     idx = torch.stack([torch.randperm(data.shape[0], generator=gen,
-                                      device=gen.device)[:batch_size].cpu()
+                                      device=gen.device)[:batch_size]
                        for _ in range(n_batches)])
     batches = data[idx.to(data.device)]                       # (n_batches, n, p)
     return torch.linalg.matrix_rank(batches @ batches.transpose(-2, -1))

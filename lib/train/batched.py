@@ -181,7 +181,7 @@ def accuracies(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """
     params = _params(model)
     runs = params[0].shape[0]
-    x = x.to(params[0].dtype)
+    x = x.to(params[0].device, params[0].dtype)   # the samples meet the weights
     logits = model(x.unsqueeze(0).expand(runs, *x.shape))
     return (logits.argmax(-1) == y.to(logits.device)).double().mean(-1)
 

@@ -62,6 +62,10 @@ def hessian_spectral_norm(loss_fn: Callable[[], torch.Tensor],
         gen: generator for the random start vector.
         max_iter: largest number of Hessian-vector products.
         rtol: convergence tolerance on the Rayleigh quotient and the residual.
+
+    Raises:
+        ValueError: the loss is not a finite scalar (a NaN loss never becomes a norm).
+        FloatingPointError: a Hessian-vector product is not finite.
     """
     if not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
@@ -71,14 +75,18 @@ def hessian_spectral_norm(loss_fn: Callable[[], torch.Tensor],
     max_iter = v.positive_int("max_iter", max_iter)
     rtol = v.positive_float("rtol", rtol)
     loss = loss_fn()
-    if loss.ndim != 0:
-        raise ValueError(f"loss_fn must return a scalar, got shape {tuple(loss.shape)}")
+    if not isinstance(loss, torch.Tensor) or loss.ndim != 0:
+        raise ValueError(f"loss_fn must return a scalar tensor, got "
+                         f"{getattr(loss, 'shape', type(loss).__name__)}")
+    if not bool(torch.isfinite(loss)):
+        raise ValueError(f"loss_fn returned a non-finite loss ({float(loss.detach())}): its "
+                         "Hessian has no spectral norm")
     grads = torch.autograd.grad(loss, params, create_graph=True)
 
     def hvp(vec: list[torch.Tensor]) -> list[torch.Tensor]:
         return list(torch.autograd.grad(_dot(grads, vec), params, retain_graph=True))
 
-    vec = [randn(*p.shape, gen=gen, dtype=p.dtype) for p in params]
+    vec = [randn(*p.shape, gen=gen, dtype=p.dtype).to(p.device) for p in params]
     norm = torch.sqrt(_dot(vec, vec))
     vec = [x / norm for x in vec]
     lam_old, residual = math.nan, math.inf
@@ -89,7 +97,8 @@ def hessian_spectral_norm(loss_fn: Callable[[], torch.Tensor],
         residual = float(torch.sqrt(_dot(diff, diff)))
         hv_norm = torch.sqrt(_dot(hv, hv))
         if not math.isfinite(lam) or not torch.isfinite(hv_norm):
-            return SpectralNorm(math.nan, math.nan, it, math.nan, False)
+            raise FloatingPointError(f"loss_fn: the Hessian-vector product at iteration {it} "
+                                     "is not finite (overflow, or NaN in the loss's graph)")
         scale = max(abs(lam), 1e-300)
         if (math.isfinite(lam_old) and abs(lam - lam_old) <= rtol * scale
                 and residual <= math.sqrt(rtol) * scale):

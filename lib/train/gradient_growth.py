@@ -59,6 +59,9 @@ def hidden_gradient_growth(net, x: torch.Tensor, y: torch.Tensor) -> float:
     """
     if not (hasattr(net, "features") and hasattr(net, "head")):
         raise TypeError(f"net must have features() and head(), got {type(net).__name__}")
+    params = list(net.parameters()) if hasattr(net, "parameters") else []
+    if params:                                    # the samples meet the weights
+        x, y = x.to(params[0].device), y.to(params[0].device)
     hidden = list(net.features(x))
     if len(hidden) < 2:
         raise ValueError(f"net must have at least 2 hidden layers, got {len(hidden)}")

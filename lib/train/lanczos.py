@@ -79,7 +79,8 @@ def hessian_operator(loss: torch.Tensor, params: Sequence[torch.Tensor]
 
 def lanczos_extreme(operator: Callable[[torch.Tensor], torch.Tensor], batch: int, dim: int,
                     *, gen: torch.Generator, max_steps: int = 80, rtol: float = 1e-3,
-                    dtype: torch.dtype = torch.float64) -> Extreme:
+                    dtype: torch.dtype = torch.float64,
+                    device: torch.device | str | None = None) -> Extreme:
     """Eigenvalue of largest magnitude of ``batch`` symmetric operators on ``R^dim``.
 
     Parameters
@@ -94,12 +95,25 @@ def lanczos_extreme(operator: Callable[[torch.Tensor], torch.Tensor], batch: int
         At most this many operator applications.
     rtol : float
         Stop a row when its relative residual bound is below ``rtol``.
+    dtype : torch.dtype
+        Of the Lanczos vectors.
+    device : torch.device or str, optional
+        Where the operator's vectors live (default: the compute device,
+        :func:`eit.core.device.device`).
+
+    Raises
+    ------
+    ValueError
+        If an operator is not symmetric (detected from the Lanczos projection, which must
+        be tridiagonal), or a bad argument.
+    FloatingPointError
+        If the operator returns a non-finite or wrongly shaped vector.
 
     Examples
     --------
     >>> from eit.core.seeds import generator
     >>> a = torch.diag(torch.tensor([1.0, -3.0, 2.0], dtype=torch.float64))
-    >>> out = lanczos_extreme(lambda x: x @ a, 2, 3, gen=generator(0))
+    >>> out = lanczos_extreme(lambda x: x @ a, 2, 3, gen=generator(0), device=a.device)
     >>> out.eigenvalue.round(6).tolist(), out.converged.tolist()
     ([-3.0, -3.0], [True, True])
     """
@@ -107,6 +121,8 @@ def lanczos_extreme(operator: Callable[[torch.Tensor], torch.Tensor], batch: int
     max_steps = v.positive_int("max_steps", max_steps)
     rtol = v.positive_float("rtol", rtol)
     q = randn(batch, dim, gen=gen, dtype=dtype)
+    if device is not None:
+        q = q.to(torch.device(device))
     q = q / q.norm(dim=1, keepdim=True)
     basis = [q]
     alphas, betas = [], []
@@ -114,16 +130,22 @@ def lanczos_extreme(operator: Callable[[torch.Tensor], torch.Tensor], batch: int
     theta = np.zeros(batch)
     resid = np.full(batch, np.inf)
     steps = np.zeros(batch, dtype=int)
+    scale_w = torch.zeros(batch, dtype=dtype, device=q.device)
     for k in range(1, min(max_steps, dim) + 1):
+        active = ~done
         w = operator(basis[-1])
         if w.shape != (batch, dim) or not torch.isfinite(w).all():
             raise FloatingPointError("the operator returned a wrongly shaped or non-finite "
                                      "vector")
+        stacked = torch.stack(basis)                              # (k, batch, dim)
+        scale_w = torch.maximum(scale_w, w.norm(dim=1))
+        if k > 1:
+            _check_symmetric(torch.einsum("kbd,bd->kb", stacked, w), betas[-1], scale_w,
+                             ~torch.as_tensor(active, device=w.device), dtype)
         alpha = (w * basis[-1]).sum(1)
         w = w - alpha[:, None] * basis[-1]
         if betas:
             w = w - betas[-1][:, None] * basis[-2]
-        stacked = torch.stack(basis)                              # (k, batch, dim)
         for _ in range(2):                                        # full reorthogonalization
             w = w - torch.einsum("kb,kbd->bd", torch.einsum("kbd,bd->kb", stacked, w), stacked)
         beta = w.norm(dim=1)
@@ -146,6 +168,27 @@ def lanczos_extreme(operator: Callable[[torch.Tensor], torch.Tensor], batch: int
         basis.append(w / safe[:, None])
     return Extreme(np.abs(theta), theta.copy(), resid, steps, done.copy())
 
+
+def _check_symmetric(coef: torch.Tensor, beta: torch.Tensor, scale: torch.Tensor,
+                     skip: torch.Tensor, dtype: torch.dtype) -> None:
+    """Refuse an operator that is not symmetric on the Krylov space built so far.
+
+    ``coef[i] = <q_i, A q_k>`` for the orthonormal Lanczos vectors ``q_0..q_k``. For a
+    symmetric ``A`` the projection is tridiagonal: ``<q_(k-1), A q_k> = beta_(k-1)`` and the
+    older coefficients vanish (up to rounding, relative to ``||A||``). A non-symmetric
+    operator breaks this at once, and its Ritz values would mean nothing.
+    """
+    expected = torch.zeros_like(coef[:-1])                    # coef[-1] is alpha_k
+    expected[-1] = beta
+    gap = (coef[:-1] - expected).abs().amax(0)                 # (batch,)
+    tol = 30 * torch.finfo(dtype).eps ** 0.5 * scale
+    bad = (gap > tol) & ~skip
+    if bool(bad.any()):
+        s = int(torch.nonzero(bad)[0])
+        raise ValueError(
+            f"operator is not symmetric (row {s}: <q_i, A q_k> differs from the tridiagonal "
+            f"Lanczos projection by {float(gap[s]):.3g}, against ||A|| >= {float(scale[s]):.3g}):"
+            " lanczos_extreme needs symmetric operators")
 
 
 def loss_hessian_norms(model, x: torch.Tensor, y: torch.Tensor, *, gen: torch.Generator,
@@ -182,14 +225,15 @@ def loss_hessian_norms(model, x: torch.Tensor, y: torch.Tensor, *, gen: torch.Ge
 
     Examples
     --------
+    >>> from eit.core.device import device, randn
     >>> from eit.core.seeds import generator
     >>> from eit.models.wn_init import wn_mlp_model
     >>> from eit.models.wn_stacked import stack
     >>> nets = stack([wn_mlp_model("proposed", d_in=3, widths=[4], d_out=2, gen=generator(s))
     ...               for s in range(2)])
-    >>> x = torch.randn(5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    >>> out = loss_hessian_norms(nets, x, torch.tensor([0, 1, 0, 1, 1]), gen=generator(0),
-    ...                          max_steps=40, rtol=1e-6)
+    >>> x = randn(5, 3, gen=generator(5))
+    >>> y = torch.tensor([0, 1, 0, 1, 1], device=device())
+    >>> out = loss_hessian_norms(nets, x, y, gen=generator(0), max_steps=40, rtol=1e-6)
     >>> out.value.shape, bool(out.converged.all())
     ((2,), True)
     """
@@ -201,4 +245,4 @@ def loss_hessian_norms(model, x: torch.Tensor, y: torch.Tensor, *, gen: torch.Ge
     params = list(model.parameters())
     dim = sum(p[0].numel() for p in params)
     return lanczos_extreme(hessian_operator(loss / len(y), params), nets, dim, gen=gen,
-                           max_steps=max_steps, rtol=rtol)
+                           max_steps=max_steps, rtol=rtol, device=params[0].device)

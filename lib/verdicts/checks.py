@@ -22,13 +22,16 @@ NaN or an infinity is an error naming the argument.
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
+from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
+from ..core.device import scale
 from .criteria import Agreement, Detection, Inequality
 from .records import (
     CONFIRMED,
@@ -144,6 +147,29 @@ def _declared_before(criterion, measured) -> None:
                 "of the experiment (and run the notebook from the top)")
 
 
+def _evidence(name: str, estimates: list, single: bool, kind: str,
+              exact_hint: str = "compare an exact value with kind='exact'") -> None:
+    """Refuse evidence that cannot decide the check.
+
+    A Monte Carlo estimate with standard error 0 (one sample, constant samples, a median of
+    tied data, a frequency at probability 0, the slope of an exact line) cannot support a
+    statistical decision; an estimate with a positive standard error is no exact value.
+    """
+    for i, e in enumerate(estimates):
+        where = name if single else f"{name}[{i}]"
+        if kind == EXACT and e.se != 0:
+            raise ValueError(
+                f"{where} is a Monte Carlo estimate (se = {e.se:g} > 0): kind='exact' is only "
+                "for exact values (se = 0); use kind='test'")
+        if kind != EXACT and not e.se > 0 and scale() != "smoke":
+            # (a smoke run exercises the code paths at tiny sizes, where degenerate samples are
+            # common; its verdicts are never compared or shown, so it is let through there)
+            raise ValueError(
+                f"{where} has standard error 0 (one sample, constant samples, ties or an "
+                f"exact value): no statistical test can be decided on it; use more samples, "
+                f"or {exact_hint}")
+
+
 def _extra(values) -> list[dict]:
     if values is None:
         return []
@@ -179,11 +205,20 @@ def _pointwise(paper, claim, statement, scope, *, criterion, criterion_type, kin
     refs = _numbers(reference_name, reference, k)
     labs = _labels(labels, k)
     _declared_before(criterion, items)
+    if all(isinstance(m, Estimate) for m in items):
+        _evidence(measured_name, items, single, kind)
     return kind, items, single, refs, labs
 
 
 def _g(x: float) -> str:
     return f"{x:.4g}"
+
+
+def _representable(where: str, *numbers: float) -> None:
+    """Refuse a point whose interval or distance leaves the float range (extreme scales)."""
+    if not all(math.isfinite(x) for x in numbers):
+        raise ValueError(f"{where}: its interval or its distance to the reference overflows "
+                         "the floating-point range; rescale the quantity (e.g. compare logs)")
 
 
 # -- agreement -------------------------------------------------------------------------------
@@ -218,14 +253,18 @@ class _Point:
 def _points(estimates, theories, labels, crit: Agreement) -> list[_Point]:
     k = len(estimates)
     out = []
-    for lab, e, t in zip(labels, estimates, theories, strict=True):
+    for i, (lab, e, t) in enumerate(zip(labels, estimates, theories, strict=True)):
         c = e.critical(crit.alpha / k, sides=2)
         half = c * e.se
         if crit.relative and t == 0:
             raise ValueError("a relative margin needs non-zero theory values; use an absolute "
                              "margin where the theory is 0")
         m = crit.margin * abs(t) if crit.relative else crit.margin
-        out.append(_Point(lab, e, t, e.value - half, e.value + half, half, m, c))
+        p = _Point(lab, e, t, e.value - half, e.value + half, half, m, c)
+        where = "estimate" if k == 1 else f"estimate[{i}]"
+        _representable(f"{where} against theory {t:g}", p.lo, p.hi, e.value - t, m, t - m,
+                       t + m, p.t if e.se > 0 else 0.0, half / abs(t) if crit.relative else 0.0)
+        out.append(p)
     return out
 
 
@@ -271,7 +310,8 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
     kind : str, optional
         TEST (default), or CONSISTENCY for a comparison that cannot fail at this setting (for
         example draws of an exact law against a value the law is known to give): recorded,
-        never counted as a confirmation.
+        never counted as a confirmation. Both need estimates with a positive standard
+        error. EXACT only for exact values given as estimates with ``se = 0``.
 
     Returns
     -------
@@ -303,11 +343,19 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
         raise ValueError("correction must describe the corrected value when corrected is given")
     points = _points(estimates, theories, labs, criterion)
     result = _agreement_outcome(points, criterion)
-    worst = max(points, key=lambda p: abs(p.t) / p.crit if p.crit else 0.0)
     tested = _g(_detectable(points, criterion)) + ("" if not criterion.relative else " (relative)")
-    text = (f"max |t| = {abs(worst.t):.2f} vs {worst.crit:.2f} ({k} point"
-            f"{'s' if k > 1 else ''}, family-wise alpha {criterion.alpha:g}); "
-            f"detectable deviation {tested}, margin {criterion.margin:g}")
+    if kind == EXACT:                # exact values (se = 0): compared by their differences
+        worst = max(points, key=lambda p: abs(p.estimate.value - p.theory))
+        statistic, value, threshold = ("max |difference|", abs(worst.estimate.value
+                                                                - worst.theory), worst.margin)
+        text = (f"exact values: max |difference| = {_g(value)} ({k} point"
+                f"{'s' if k > 1 else ''}), margin {criterion.margin:g}")
+    else:
+        worst = max(points, key=lambda p: abs(p.t) / p.crit if p.crit else 0.0)
+        statistic, value, threshold = "max |t|", abs(worst.t), worst.crit
+        text = (f"max |t| = {abs(worst.t):.2f} vs {worst.crit:.2f} ({k} point"
+                f"{'s' if k > 1 else ''}, family-wise alpha {criterion.alpha:g}); "
+                f"detectable deviation {tested}, margin {criterion.margin:g}")
     theory_text = (_g(theories[0]) if len(set(theories)) == 1
                    else f"{k} values from {_g(min(theories))} to {_g(max(theories))}")
     outcome, corr_pts = result, None
@@ -317,8 +365,12 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
             corr = _numbers("corrected", corrected, k)
             corr_pts = _points(estimates, corr, labs, criterion)
             corr_result = _agreement_outcome(corr_pts, criterion)
-            cworst = max(corr_pts, key=lambda p: abs(p.t) / p.crit if p.crit else 0.0)
-            text += f"; corrected: max |t| = {abs(cworst.t):.2f}"
+            if kind == EXACT:
+                text += ("; corrected: max |difference| = "
+                         f"{_g(max(abs(p.estimate.value - p.theory) for p in corr_pts))}")
+            else:
+                cworst = max(corr_pts, key=lambda p: abs(p.t) / p.crit if p.crit else 0.0)
+                text += f"; corrected: max |t| = {abs(cworst.t):.2f}"
             if corr_result == CONFIRMED:
                 outcome = CORRECTED
             else:
@@ -336,8 +388,8 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
         if corr_pts is not None:
             rec["corrected"] = corr_pts[i].theory
         recs.append(rec)
-    test = {"text": text, "statistic": "max |t|", "value": abs(worst.t),
-            "threshold": worst.crit, "detectable": _detectable(points, criterion),
+    test = {"text": text, "statistic": statistic, "value": value,
+            "threshold": threshold, "detectable": _detectable(points, criterion),
             "family": k, "alpha": criterion.alpha}
     return Verdict(paper, claim, statement, outcome, scope, kind, theory_text, measured,
                    correction=correction if outcome == CORRECTED or corrected is not None
@@ -354,9 +406,11 @@ def _one_sided(paper, claim, statement, *, estimate, bound_, criterion, scope, l
         reference_name="bound", reference=bound_, labels=labels)
     k = len(estimates)
     rows = []
-    for lab, e, b in zip(labs, estimates, bounds, strict=True):
+    for i, (lab, e, b) in enumerate(zip(labs, estimates, bounds, strict=True)):
         c = e.critical(criterion.alpha / k, sides=1)
         rows.append((lab, e, b, e.value - c * e.se, e.value + c * e.se, c))
+        _representable(("estimate" if single else f"estimate[{i}]") + f" against bound {b:g}",
+                       rows[-1][3], rows[-1][4], b - rows[-1][4], rows[-1][3] - b)
     # for an upper bound (value <= b): violated if lo > b, cleared if hi <= b
     if upper:
         violated = [r for r in rows if r[3] > r[2]]
@@ -437,7 +491,7 @@ def bound(paper: str, claim: str, statement: str, *, bound, failures, criterion:
     Parameters
     ----------
     bound : float or sequence of float
-        The claimed bound on P(failure), one per point.
+        The claimed bound on P(failure), one per point, in [0, 1].
     failures : Proportion or sequence of Proportion
         The observed failure counts.
 
@@ -452,6 +506,14 @@ def bound(paper: str, claim: str, statement: str, *, bound, failures, criterion:
         paper, claim, statement, scope, criterion=criterion, criterion_type=Inequality,
         kind=kind, measured_name="failures", measured=failures, measured_types=Proportion,
         reference_name="bound", reference=bound, labels=labels)
+    if kind == EXACT:
+        raise ValueError("kind='exact' is not for counts of random trials: use kind='test' "
+                         "(or holds() for a count from an exact computation)")
+    for i, b in enumerate(bounds):
+        if not 0 <= b <= 1:
+            where = "bound" if single else f"bound[{i}]"
+            raise ValueError(f"{where} is a probability bound and must lie in [0, 1], got {b} "
+                             "(a bound formula above 1 states nothing: pass min(bound, 1))")
     k = len(props)
     ends = [p.bounds(criterion.alpha / k, sides=1) for p in props]
     violated = [i for i in range(k) if ends[i][0] > bounds[i]]
@@ -491,30 +553,52 @@ def order(paper: str, claim: str, statement: str, *, larger, smaller, criterion:
           ) -> Verdict:
     """The claim ``larger > smaller`` (for every pair given), from independent measurements.
 
-    Estimates are compared by their difference (Welch t), proportions by Fisher's exact test.
-    Confirmed when every pair is significantly in the claimed order, refuted (not
+    Estimates are compared by their difference (Welch t), proportions by Fisher's exact test;
+    an exact reference value (:class:`~eit.verdicts.records.Exact`) may stand on one side of
+    a pair of estimates. Estimates need a positive standard error (one with ``se = 0`` is
+    refused). Confirmed when every pair is significantly in the claimed order, refuted (not
     reproduced, on a substitute) when one pair is significantly in the opposite order,
     inconclusive otherwise (then the smallest detectable difference is stated).
     """
     _head(paper, claim, statement, scope)
     _criterion("criterion", criterion, Inequality)
-    kinds = (Estimate, Proportion)
+    kinds = (Estimate, Proportion, Exact)
     big, single = _seq("larger", larger, kinds)
-    small, _ = _seq("smaller", smaller, kinds)
+    small, single_small = _seq("smaller", smaller, kinds)
     if len(big) != len(small):
         raise ValueError(f"larger and smaller must pair up, got {len(big)} and {len(small)}")
     k = len(big)
     labs = _labels(labels, k)
     _declared_before(criterion, big + small)
+    for name, items, one in (("larger", big, single), ("smaller", small, single_small)):
+        for i, x in enumerate(items):
+            if isinstance(x, Estimate):
+                _evidence(name if one else f"{name}[{i}]", [x], True, TEST,
+                          "pass an exact reference value as Exact(value)")
+    for i, (x, y) in enumerate(zip(big, small, strict=True)):
+        if isinstance(x, Exact) and isinstance(y, Exact):
+            raise TypeError(f"larger[{i}] and smaller[{i}] are both exact: decide an order of "
+                            "exact values with holds()")
+        pair = {type(x), type(y)}
+        if Proportion in pair and pair != {Proportion}:
+            raise TypeError(f"larger[{i}] and smaller[{i}] must both be Proportions, or "
+                            "Estimates (one of them may be an Exact reference)")
     a = criterion.alpha / k
     right, wrong, detect, recs = [], [], [], []
     from .stats import fisher_exact
-    for lab, x, y in zip(labs, big, small, strict=True):
-        if type(x) is not type(y):
-            raise TypeError("larger and smaller must both be Estimates or both Proportions")
-        if isinstance(x, Estimate):
-            d = x - y
+    for j, (lab, x, y) in enumerate(zip(labs, big, small, strict=True)):
+        if not isinstance(x, Proportion):
+            where = "larger and smaller" if single else f"larger[{j}] and smaller[{j}]"
+            try:
+                if isinstance(y, Exact):
+                    d = x - y.value
+                else:
+                    d = x.value - y if isinstance(x, Exact) else x - y
+            except ValueError as err:
+                raise ValueError(f"{where}: their difference is not representable ({err})"
+                                 ) from err
             c = d.critical(a, sides=1)
+            _representable(where, d.value - c * d.se, d.value + c * d.se)
             right.append(d.value - c * d.se > 0)
             wrong.append(d.value + c * d.se < 0)
             detect.append(c * d.se)
@@ -591,19 +675,81 @@ def detects(paper: str, claim: str, statement: str, *, statistic: Statistic, p_v
 
 
 # -- exact -----------------------------------------------------------------------------------
-def _sympy(name: str, value) -> sp.Basic:
+#: The functions and constants a formula given as text may use; every other name is a symbol.
+_MATH = {name: getattr(sp, name) for name in (
+    "sqrt", "cbrt", "root", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan",
+    "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "Abs", "sign", "floor",
+    "ceiling", "factorial", "binomial", "gamma", "loggamma", "beta", "erf", "erfc", "Min",
+    "Max", "re", "im", "Rational", "Integer", "Float", "pi", "E", "I", "oo")}
+_MATH.update(abs=sp.Abs, ln=sp.log, Symbol=sp.Symbol, Function=sp.Function)
+_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Call, ast.Name, ast.Load, ast.Constant,
+          ast.Compare, ast.operator, ast.unaryop, ast.cmpop)
+_NOT_MATH = (ast.MatMult, ast.BitAnd, ast.BitOr, ast.LShift, ast.RShift, ast.Invert, ast.Not,
+             ast.Is, ast.IsNot, ast.In, ast.NotIn)
+_MAX_TEXT = 5000
+
+
+def _parse(name: str, text: str) -> sp.Basic:
+    """A formula given as text, parsed as plain mathematics: never executed as Python.
+
+    Only numbers, names (symbols, or the functions and constants of ``_MATH``), arithmetic,
+    comparisons and calls of those functions are accepted; the string is checked on its
+    syntax tree before SymPy's parser sees it, with no builtins in reach.
+    """
+    if len(text) > _MAX_TEXT:
+        raise ValueError(f"{name} is a formula of {len(text)} characters, more than "
+                         f"{_MAX_TEXT}: pass a SymPy expression")
     try:
-        expr = sp.sympify(value)
-    except (sp.SympifyError, TypeError) as err:
-        raise TypeError(f"{name} must be a SymPy expression or number, got {value!r}") from err
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as err:
+        raise TypeError(f"{name} must be a SymPy expression or a formula, got {text!r}") from err
+    for node in ast.walk(tree):
+        bad = not isinstance(node, _NODES) or isinstance(node, _NOT_MATH)
+        if isinstance(node, ast.Name):
+            bad = node.id.startswith("_")
+        elif isinstance(node, ast.Constant):
+            bad = isinstance(node.value, bool) or not isinstance(node.value, (int, float))
+        elif isinstance(node, ast.Call):
+            bad = (not isinstance(node.func, ast.Name) or node.func.id not in _MATH
+                   or bool(node.keywords))
+        if bad:
+            raise ValueError(f"{name} must be plain mathematics (numbers, symbols, arithmetic "
+                             f"and {sorted(_MATH)}), got {text!r}")
+    try:
+        return parse_expr(text.strip(), local_dict={},
+                          global_dict={"__builtins__": {}, **_MATH},
+                          transformations=(*standard_transformations, convert_xor))
+    except (sp.SympifyError, SyntaxError, TypeError, ValueError, NameError,
+            AttributeError) as err:
+        raise TypeError(f"{name} must be a SymPy expression or a formula, got {text!r}"
+                        ) from err
+
+
+def _sympy(name: str, value) -> sp.Basic:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a SymPy expression or number, got a bool")
+    if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if isinstance(value, str):
+        expr = _parse(name, value)
+    else:
+        try:
+            expr = sp.sympify(value, strict=True)
+        except (sp.SympifyError, TypeError) as err:
+            raise TypeError(f"{name} must be a SymPy expression or number, got {value!r}"
+                            ) from err
+    if not isinstance(expr, (sp.Basic, sp.MatrixBase)):
+        raise TypeError(f"{name} must be a SymPy expression or number, got {value!r}")
     if expr.has(sp.nan, sp.zoo):
         raise ValueError(f"{name} is NaN or complex infinity: {expr}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
     return expr
 
 
 def _equal(a: sp.Basic, b: sp.Basic) -> bool:
+    if a == b:                       # structurally equal (oo = oo, where oo - oo is NaN)
+        return True
+    if any(x.has(sp.oo, -sp.oo) or getattr(x, "is_infinite", False) for x in (a, b)):
+        return bool(sp.simplify(a) == sp.simplify(b))
     diff = a - b
     if sp.simplify(diff) == 0 or sp.expand(diff) == 0:
         return True

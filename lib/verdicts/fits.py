@@ -14,6 +14,7 @@ tests. Two cases:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,10 +39,21 @@ def slope_weights(x) -> np.ndarray:
     xs = np.asarray(x, dtype=float)
     if xs.ndim != 1 or xs.size < 2 or not np.isfinite(xs).all():
         raise ValueError(f"x must be at least 2 finite numbers, got {x!r}")
-    centred = xs - xs.mean()
-    if not (centred**2).sum() > 0:
-        raise ValueError(f"x must not be constant, got {x!r}")
-    return centred / (centred**2).sum()
+    with np.errstate(over="ignore", invalid="ignore"):
+        centred = xs - xs.mean()
+        ss = (centred**2).sum()
+    if not (np.isfinite(centred).all() and math.isfinite(ss)):    # extreme scales: rescale
+        scale = np.abs(xs).max()
+        z = xs / scale
+        zc = z - z.mean()
+        return zc / (zc**2).sum() / scale if (zc**2).sum() > 0 else _constant(x)
+    if not ss > 0:
+        _constant(x)
+    return centred / ss
+
+
+def _constant(x):
+    raise ValueError(f"x must not be constant, got {x!r}")
 
 
 def slope_of(x, estimates: Sequence[Estimate], *, df: float | None) -> Estimate:
@@ -101,5 +113,10 @@ def sample_slope(x, y) -> Estimate:
         raise ValueError("x and y must be finite")
     if np.ptp(xs) == 0:
         raise ValueError("x must not be constant")
-    fit = linregress(xs, ys)
-    return Estimate(float(fit.slope), float(fit.stderr), xs.size, df=xs.size - 2)
+    with np.errstate(all="ignore"):
+        fit = linregress(xs, ys)
+    slope, se = float(fit.slope), float(fit.stderr)
+    if not (math.isfinite(slope) and math.isfinite(se)):
+        raise ValueError("x and y are too large for a least-squares slope in floating point "
+                         "(it overflows); rescale them")
+    return Estimate(slope, se, xs.size, df=xs.size - 2)

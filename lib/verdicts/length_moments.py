@@ -10,8 +10,10 @@ measurement, the points at which a sample mean of ``M_l`` can be tested at all (
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import torch
 
 from ..core import validate as v
@@ -53,7 +55,10 @@ def length_moment(log_len: torch.Tensor, power: int = 1) -> Estimate:
     4.666666667
     """
     power = v.positive_int("power", power)
-    return mean(torch.exp(2 * power * _log_lengths("log_len", log_len, 1)))
+    m = torch.exp(2 * power * _log_lengths("log_len", log_len, 1))
+    if not bool(torch.isfinite(m).all()):
+        raise ValueError(f"log_len is too large: exp(2 * {power} * log_len) overflows")
+    return mean(m)
 
 
 def step_deviation(log_len: torch.Tensor, factor) -> Estimate:
@@ -69,8 +74,9 @@ def step_deviation(log_len: torch.Tensor, factor) -> Estimate:
     log_len : torch.Tensor
         ``log ||h_l||``, shape ``(L+1, n_nets)``.
     factor : torch.Tensor or float
-        The conditional mean of each step, broadcastable to ``(L, n_nets)`` (for example
-        ``(L, 1)`` when it does not depend on the stream).
+        The conditional mean of each step (finite, > 0): a number, or a tensor of shape
+        ``(L, 1)`` (one per step) or ``(L, n_nets)`` (per step and network). A vector
+        ``(L,)`` is refused: it would broadcast along the networks.
 
     Returns
     -------
@@ -91,6 +97,24 @@ def step_deviation(log_len: torch.Tensor, factor) -> Estimate:
     if log_len.shape[0] < 2:
         raise ValueError(f"log_len needs at least two rows (one step), got {log_len.shape[0]}")
     ratio = torch.exp(2 * torch.diff(log_len, dim=0))
+    if not bool(torch.isfinite(ratio).all()):
+        raise ValueError("log_len changes too much in one step: exp(2 * step) overflows")
+    steps, nets = ratio.shape
+    if isinstance(factor, torch.Tensor):
+        if not (factor.ndim == 0 or (factor.ndim == 2 and factor.shape[0] == steps
+                                     and factor.shape[1] in (1, nets))):
+            raise ValueError(f"factor must be a number or a tensor of shape (L, 1) = "
+                             f"({steps}, 1) or (L, n_nets) = ({steps}, {nets}), got shape "
+                             f"{tuple(factor.shape)}")
+        if factor.is_complex() or not bool((torch.isfinite(factor) & (factor > 0)).all()):
+            raise ValueError("factor must be finite and > 0 (a conditional mean of a ratio of "
+                             "lengths)")
+        factor = factor.to(device=ratio.device, dtype=ratio.dtype)
+    else:
+        factor = v.finite_real("factor", factor)
+        if factor <= 0:
+            raise ValueError(f"factor must be > 0 (a conditional mean of a ratio of lengths), "
+                             f"got {factor}")
     return mean((ratio - factor).mean(0))
 
 
@@ -121,7 +145,13 @@ def relative_variance_limit(margin: float, sizes: Sequence[int], *, z: float) ->
     if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or not sizes:
         raise ValueError(f"sizes must be a non-empty sequence of ints, got {sizes!r}")
     sizes = [v.positive_int(f"sizes[{i}]", n) for i, n in enumerate(sizes)]
-    return (margin / z) ** 2 / sum(1 / n for n in sizes)
+    try:
+        limit = (margin / z) ** 2 / sum(1 / n for n in sizes)
+    except OverflowError:
+        limit = math.inf
+    if not math.isfinite(limit):
+        raise ValueError(f"margin / z = {margin / z:g} is too large: the limit overflows")
+    return limit
 
 
 def testable_points(relative_variance: Mapping[str, Sequence[float]], at: Sequence[int],
@@ -131,7 +161,8 @@ def testable_points(relative_variance: Mapping[str, Sequence[float]], at: Sequen
     Parameters
     ----------
     relative_variance : mapping of str to sequence of float
-        Per curve, the exact (or bounded) relative variance of ``M_l``, ``l = 0..L``.
+        Per curve, the exact (or bounded) relative variance of ``M_l``, ``l = 0..L``: each
+        >= 0 (``inf`` where it is unbounded: never testable), never NaN.
     at : sequence of int
         The candidate rows ``l``; those beyond a curve's length are skipped.
     limit : float
@@ -150,7 +181,32 @@ def testable_points(relative_variance: Mapping[str, Sequence[float]], at: Sequen
     if not isinstance(relative_variance, Mapping):
         raise TypeError("relative_variance must be a mapping of names to sequences, got "
                         f"{type(relative_variance).__name__}")
-    at = [v.positive_int("at", a) for a in at]
+    if isinstance(at, (str, bytes)) or not isinstance(at, Sequence):
+        raise TypeError(f"at must be a sequence of ints, got {type(at).__name__}")
+    at = [v.positive_int(f"at[{i}]", a) for i, a in enumerate(at)]
     limit = v.finite_real("limit", limit)
-    return [(name, a) for name, r in relative_variance.items() for a in at
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0 (a relative variance), got {limit}")
+    curves = {}
+    for name, r in relative_variance.items():
+        if isinstance(r, torch.Tensor):
+            r = r.detach().cpu().tolist() if r.ndim == 1 else r
+        elif isinstance(r, np.ndarray) and r.ndim == 1:
+            r = r.tolist()
+        if isinstance(r, (str, bytes)) or not isinstance(r, Sequence):
+            raise TypeError(f"relative_variance[{name!r}] must be a one-dimensional sequence "
+                            f"of numbers, got {type(r).__name__}")
+        values = []
+        for i, x in enumerate(r):
+            where = f"relative_variance[{name!r}][{i}]"
+            if isinstance(x, bool) or not isinstance(x, (int, float)):
+                try:
+                    x = float(x)
+                except (TypeError, ValueError) as err:
+                    raise TypeError(f"{where} must be a real number, got {x!r}") from err
+            if math.isnan(x) or x < 0:
+                raise ValueError(f"{where} must be >= 0 (a variance), got {x}")
+            values.append(float(x))
+        curves[name] = values
+    return [(name, a) for name, r in curves.items() for a in at
             if a < len(r) and r[a] <= limit]

@@ -9,9 +9,11 @@ the inputs of each network and then over independent networks (the unit of indep
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..exact.layer_products import cumulative_law
@@ -52,6 +54,8 @@ def mean_square_ratio(log_ratio: torch.Tensor, *, batches: int | None = None) ->
     (2.5, 2)
     """
     r = (2 * _log_ratio(log_ratio, 2)).exp().mean(-1)
+    if not bool(torch.isfinite(r).all()):
+        raise ValueError("log_ratio is too large: exp(2 log_ratio) overflows; compare logs")
     return mean(r) if batches is None else batch_mean(r, batches)
 
 
@@ -182,13 +186,32 @@ def profile(log_ratio: torch.Tensor, factor_law: Sequence, *, label: str, row0: 
         raise TypeError(f"label must be a str, got {type(label).__name__}")
     if isinstance(row0, bool) or not isinstance(row0, int):
         raise TypeError(f"row0 must be an int, got {type(row0).__name__}")
+    if isinstance(factor_law, (str, bytes)) or not isinstance(factor_law, Sequence):
+        raise TypeError(f"factor_law must be a sequence of one factor per layer, got "
+                        f"{type(factor_law).__name__}")
     curve, factors = mean_square_profile(log_ratio, backward=backward, batches=batches)
     if len(factor_law) != len(factors):
         raise ValueError(f"factor_law must have one factor per layer ({len(factors)}), got "
                          f"{len(factor_law)}")
-    return Profile(curve, [float(v) for v in cumulative_law(factor_law, backward=backward)],
-                   factors, [float(v) for v in factor_law], label,
+    factor_floats = [_law(f"factor_law[{i}]", f) for i, f in enumerate(factor_law)]
+    # the running products stay exact (SymPy, fractions) until the conversion below
+    curve_law = [_law(f"the running product of factor_law (row {i})", f)
+                 for i, f in enumerate(cumulative_law(list(factor_law), backward=backward))]
+    return Profile(curve, curve_law, factors, factor_floats, label,
                    row0 + (0 if backward else 1))
+
+
+def _law(name: str, value) -> float:
+    """A mean-square law as a float: finite and > 0 (a mean of squared ratios of norms)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be a number (or a SymPy number), got {value!r}") from err
+    if not (math.isfinite(x) and x > 0):
+        raise ValueError(f"{name} must be finite and > 0 (a mean of squared ratios), got {x}")
+    return x
 
 
 def pooled(profiles: Sequence[Profile], part: str) -> dict:

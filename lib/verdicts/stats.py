@@ -114,8 +114,11 @@ class Estimate:
     n : int
         The number of independent samples it rests on (>= 1).
     df : float or None
-        Degrees of freedom of the standard error: ``n - 1`` for a sample mean, so that tests
-        use Student's t; None for the normal law.
+        Degrees of freedom of the standard error (>= 1): ``n - 1`` for a sample mean, so that
+        tests use Student's t; None for the normal law.
+
+    An estimate with ``se = 0`` (one sample, constant samples, a median of tied data) can be
+    shown in a table, but the checks of :mod:`eit.verdicts.checks` refuse it as evidence.
 
     Examples
     --------
@@ -141,8 +144,8 @@ class Estimate:
         n = _count("n", self.n, 1)
         if self.df is not None:
             df = _real("df", self.df)
-            if not df > 0 or not math.isfinite(df):
-                raise ValueError(f"df must be finite and > 0 (or None), got {self.df}")
+            if not df >= 1 or not math.isfinite(df):
+                raise ValueError(f"df must be finite and >= 1 (or None), got {self.df}")
             object.__setattr__(self, "df", df)
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "se", se)
@@ -166,7 +169,10 @@ class Estimate:
         if sides not in (1, 2):
             raise ValueError(f"sides must be 1 or 2, got {sides}")
         q = 1 - alpha / sides
-        return float(_st.norm.ppf(q) if self.df is None else _st.t.ppf(q, self.df))
+        c = float(_st.norm.ppf(q) if self.df is None else _st.t.ppf(q, self.df))
+        if not (math.isfinite(c) and c > 0):
+            raise ValueError(f"alpha={alpha} with df={self.df} has no finite critical value")
+        return c
 
     def interval(self, alpha: float, sides: int = 2) -> tuple[float, float]:
         """Confidence interval at level 1 - alpha (t quantiles when ``df`` is set)."""
@@ -175,8 +181,18 @@ class Estimate:
 
     # -- arithmetic with independent errors ------------------------------------------------
     def _combine(self, other: Estimate, value: float, da: float, db: float) -> Estimate:
-        va, vb = (da * self.se) ** 2, (db * other.se) ** 2
-        se = math.sqrt(va + vb)
+        a, b = abs(da) * self.se, abs(db) * other.se
+        try:
+            va, vb = a**2, b**2
+            se = math.sqrt(va + vb)
+            _welch_df(va, self.df, vb, other.df)
+        except OverflowError:                 # extreme scales: the same, without squares
+            se = math.hypot(a, b)
+            if not math.isfinite(se):
+                raise ValueError("se of the combined estimate overflows the floating-point "
+                                 "range") from None
+            # Welch-Satterthwaite is scale-free: weights relative to se**2 never overflow
+            va, vb = ((a / se) ** 2, (b / se) ** 2) if se > 0 else (0.0, 0.0)
         return Estimate(value, se, min(self.n, other.n), _welch_df(va, self.df, vb, other.df))
 
     def __add__(self, other) -> Estimate:
@@ -250,7 +266,10 @@ class Statistic:
     digits: int = 3
 
     def __post_init__(self):
-        object.__setattr__(self, "value", _real("value", self.value))
+        value = _real("value", self.value)
+        if not math.isfinite(value):
+            raise ValueError(f"value must be finite, got {value}")
+        object.__setattr__(self, "value", value)
         _count("digits", self.digits, 1)
 
     def __str__(self) -> str:
@@ -287,8 +306,12 @@ def mean(samples) -> Estimate:
     (2.5, 0.6455, 4, 3.0)
     """
     arr = _array("samples", samples)
-    return Estimate(float(arr.mean()), float(arr.std(ddof=1) / math.sqrt(arr.size)), arr.size,
-                    df=arr.size - 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        m, se = float(arr.mean()), float(arr.std(ddof=1) / math.sqrt(arr.size))
+    if not (math.isfinite(m) and math.isfinite(se)):
+        raise ValueError("samples are too large for a mean and its standard error in floating "
+                         "point (they overflow); rescale them (e.g. take logs)")
+    return Estimate(m, se, arr.size, df=arr.size - 1)
 
 
 def log_mean(samples) -> Estimate:
@@ -322,7 +345,12 @@ def batch_mean(samples, batches: int) -> Estimate:
     if arr.size % batches:
         raise ValueError(f"the number of samples ({arr.size}) must be a multiple of "
                          f"batches={batches}")
-    return mean(arr.reshape(batches, -1).mean(1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        means = arr.reshape(batches, -1).mean(1)
+    if not np.isfinite(means).all():
+        raise ValueError("samples are too large for batch means in floating point (they "
+                         "overflow); rescale them (e.g. take logs)")
+    return mean(means)
 
 
 def median(samples, *, n_boot: int = 2000, seed: int = 0) -> Estimate:
@@ -335,8 +363,13 @@ def median(samples, *, n_boot: int = 2000, seed: int = 0) -> Estimate:
     n_boot = _count("n_boot", n_boot, 100)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, arr.size, size=(n_boot, arr.size))
-    boot = np.median(arr[idx], axis=1)
-    return Estimate(float(np.median(arr)), float(boot.std(ddof=1)), arr.size)
+    with np.errstate(over="ignore", invalid="ignore"):
+        boot = np.median(arr[idx], axis=1)
+        m, se = float(np.median(arr)), float(boot.std(ddof=1))
+    if not (math.isfinite(m) and math.isfinite(se)):
+        raise ValueError("samples are too large for a median and its bootstrap error in "
+                         "floating point; rescale them (e.g. take logs)")
+    return Estimate(m, se, arr.size)
 
 
 def mean_se(samples: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -360,14 +393,51 @@ def mean_se(samples: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor
 
 @dataclass(frozen=True)
 class Proportion:
-    """An estimated probability k/n with an exact (Clopper-Pearson) confidence interval."""
+    """An estimated probability k/n with an exact (Clopper-Pearson) confidence interval.
+
+    Parameters
+    ----------
+    successes : int
+        k, in [0, trials].
+    trials : int
+        n >= 1.
+    confidence : float
+        Of the interval ``(lo, hi)``, in (0, 1).
+    lo, hi : float, optional
+        The Clopper-Pearson interval; computed when not given (and checked when given).
+
+    Examples
+    --------
+    >>> p = Proportion(3, 10)
+    >>> p.value, round(p.hi, 4)
+    (0.3, 0.6525)
+    """
 
     successes: int
     trials: int
-    confidence: float
-    lo: float
-    hi: float
+    confidence: float = 0.95
+    lo: float | None = None
+    hi: float | None = None
     made_in: int | None = field(default_factory=execution_count, compare=False, repr=False)
+
+    def __post_init__(self):
+        trials = _count("trials", self.trials, 1)
+        successes = _count("successes", self.successes, 0)
+        if successes > trials:
+            raise ValueError(f"successes must lie in [0, trials={trials}], got {successes}")
+        confidence = _real("confidence", self.confidence)
+        if not 0 < confidence < 1:
+            raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+        lo, hi = _clopper_pearson(successes, trials, (1 - confidence) / 2)
+        for name, given, want in (("lo", self.lo, lo), ("hi", self.hi, hi)):
+            if given is not None and not math.isclose(_real(name, given), want, rel_tol=1e-9,
+                                                      abs_tol=1e-12):
+                raise ValueError(f"{name} must be the Clopper-Pearson end {want!r} of "
+                                 f"{successes}/{trials} at confidence {confidence}, got "
+                                 f"{given!r}")
+        for name, value in (("successes", successes), ("trials", trials),
+                            ("confidence", confidence), ("lo", lo), ("hi", hi)):
+            object.__setattr__(self, name, value)
 
     @property
     def value(self) -> float:
@@ -380,6 +450,11 @@ class Proportion:
 
     def bounds(self, alpha: float, sides: int = 2) -> tuple[float, float]:
         """Clopper-Pearson interval at level 1 - alpha (one-sided ends when sides = 1)."""
+        alpha = _real("alpha", alpha)
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+        if sides not in (1, 2):
+            raise ValueError(f"sides must be 1 or 2, got {sides}")
         return _clopper_pearson(self.successes, self.trials, alpha / sides)
 
 
@@ -398,15 +473,7 @@ def proportion(successes: int, trials: int, confidence: float = 0.95) -> Proport
     >>> round(p.hi, 6)
     0.000922
     """
-    trials = _count("trials", trials, 1)
-    successes = _count("successes", successes, 0)
-    if successes > trials:
-        raise ValueError(f"successes must lie in [0, trials={trials}], got {successes}")
-    confidence = _real("confidence", confidence)
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    lo, hi = _clopper_pearson(successes, trials, (1 - confidence) / 2)
-    return Proportion(successes, trials, confidence, lo, hi)
+    return Proportion(successes, trials, confidence)
 
 
 def fisher_exact(a: Proportion, b: Proportion, alternative: str = "two-sided") -> float:
@@ -724,6 +791,9 @@ def significant_exceedances(estimates: Sequence[Estimate], bounds: Sequence[floa
     alpha = v.in_interval("alpha", alpha, 0.0, 1.0)
     if alpha == 0:
         raise ValueError("alpha must lie in (0, 1), got 0")
+    for i, e in enumerate(estimates):
+        if not e.se > 0:
+            raise ValueError(f"estimates[{i}] has standard error 0: it cannot be tested")
     k = len(estimates)
     sign = 1 if side == "above" else -1
     far = [(e.value - b) / e.se * sign > e.critical(alpha / k, sides=1)
