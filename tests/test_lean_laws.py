@@ -68,7 +68,9 @@ def test_closed_form_integral_bad_input():
 def test_paper_scale_result_default_scale_reads_only(monkeypatch):
     monkeypatch.setenv("EIT_SCALE", "default")
     assert paper_scale_result("no-such-part/none", {}, seed=0, chapter="x") is None
-    stored, info = paper_scale_result("arpit-bengio-2019/figure-6", {}, seed=0, chapter="x")
+    stored, info = paper_scale_result(   # the stored result's own seed and chapter
+        "arpit-bengio-2019/figure-6", {}, seed=2019,
+        chapter="arpit-bengio-2019/01-one-layer-norm-preservation.md")
     assert set(stored) == {"relu", "bernoulli"} and "meta" in info
     with pytest.raises(TypeError, match="arrays"):
         paper_scale_result("no-such-part/none", [1.0], seed=0, chapter="x")

@@ -22,14 +22,15 @@ def _model(runs=2, depth=3, normalized=True, activation=torch.tanh, dtype=DTYPE)
 
 def test_initial_weights_are_orthogonal():
     m = _model()
-    eye = torch.eye(6, dtype=DTYPE)
+    eye = torch.eye(6, dtype=DTYPE, device=m.ws.device)
     assert torch.allclose(m.ws @ m.ws.transpose(-2, -1), eye.expand(2, 3, 6, 6), atol=1e-12)
     assert torch.allclose(m.w_in @ m.w_in.transpose(-2, -1), eye.expand(2, 6, 6), atol=1e-12)
     assert float(smlp.weight_gaps(m.ws).abs().max()) < 1e-12
 
 
 def test_normalized_shaping_only_rescales_the_logits():
-    x = torch.randn(2, 10, 8, generator=generator(1), dtype=DTYPE)
+    g = generator(1)
+    x = torch.randn(2, 10, 8, generator=g, device=g.device, dtype=DTYPE)
     a, b = _model(normalized=True), _model(normalized=False)
     gain = smlp.power_gains(3, 1.0)[-1]
     assert torch.allclose(gain * a(x), b(x), rtol=1e-10, atol=1e-12)
@@ -37,8 +38,9 @@ def test_normalized_shaping_only_rescales_the_logits():
 
 def test_runs_do_not_interact():
     m = _model(runs=2)
-    x = torch.randn(2, 10, 8, generator=generator(2), dtype=DTYPE)
-    y = torch.randint(0, 3, (2, 10), generator=generator(3))
+    g2, g3 = generator(2), generator(3)
+    x = torch.randn(2, 10, 8, generator=g2, device=g2.device, dtype=DTYPE)
+    y = torch.randint(0, 3, (2, 10), generator=g3, device=g3.device)
     per_run = torch.nn.functional.cross_entropy(m(x).transpose(1, 2), y,
                                                 reduction="none").mean(1)
     (g_all,) = torch.autograd.grad(per_run.sum(), [m.ws], retain_graph=True)
@@ -66,7 +68,7 @@ def test_training_lowers_the_loss_on_digits():
     assert res.losses.shape == (2, 2) and res.records == [0, 1, 2]
     assert bool((res.losses[:, -1] < res.losses[:, 0]).all())
     acc = batched.accuracies(m, data.x_test, data.y_test)
-    assert torch.allclose(acc, torch.from_numpy(res.test_accuracy))
+    assert torch.allclose(acc.cpu(), torch.from_numpy(res.test_accuracy))
     assert acc.shape == (2,) and bool((acc > 0.3).all())
 
 

@@ -92,8 +92,8 @@ def test_the_description_is_the_shaped_network_with_identity_shortcuts():
 
 def test_standard_bn_centres_and_scales_every_feature():
     y = sbn.bn_standard(randn(2, 4, 7, gen=generator(0)))
-    assert torch.allclose(y.mean(-1), torch.zeros(2, 4, dtype=DTYPE), atol=1e-12)
-    assert torch.allclose(y.square().mean(-1), torch.ones(2, 4, dtype=DTYPE))
+    assert torch.allclose(y.mean(-1), torch.zeros(2, 4, dtype=DTYPE, device=y.device), atol=1e-12)
+    assert torch.allclose(y.square().mean(-1), torch.ones(2, 4, dtype=DTYPE, device=y.device))
 
 
 def test_feature_gap_is_zero_for_orthogonal_rows_and_scale_invariant():

@@ -8,6 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eit.core.device import device
 from eit.core.seeds import generator
 from eit.models import weightnorm as wn
 
@@ -75,7 +76,8 @@ def test_rows_shape_and_finite(law):
 
 def test_rows_sphere_radius():
     w = wn.rows(2, 3, 7, gen=generator(1), law="sphere")
-    assert torch.allclose(w.norm(dim=-1), torch.full((2, 3), math.sqrt(7), dtype=w.dtype))
+    assert torch.allclose(w.norm(dim=-1),
+                          torch.full((2, 3), math.sqrt(7), dtype=w.dtype, device=w.device))
 
 
 def test_rows_bad_args():
@@ -108,9 +110,9 @@ def test_proposed_gain_and_initializer():
     init = wn.weight_normalized()
     w = init(2, 8, 32, generator(3))
     assert torch.allclose(w.norm(dim=-1), torch.full((2, 8), math.sqrt(2 * 32 / 8),
-                                                     dtype=w.dtype))
+                                                     dtype=w.dtype, device=w.device))
     w1 = wn.weight_normalized("student_t", gain=1.0)(1, 3, 4, generator(3))
-    assert torch.allclose(w1.norm(dim=-1), torch.ones(1, 3, dtype=w1.dtype))
+    assert torch.allclose(w1.norm(dim=-1), torch.ones(1, 3, dtype=w1.dtype, device=w1.device))
     with pytest.raises(ValueError, match="gain"):
         wn.weight_normalized(gain=0.0)
     with pytest.raises(ValueError, match="fan_out"):
@@ -152,19 +154,23 @@ def _autograd_reference(x, ws, gains, head):
 
 def test_wn_relu_mlp_matches_autograd():
     gen = generator(11)
-    x = torch.randn(1, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    target = torch.randn(5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(1, 6, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(0)).to(device())
+    target = torch.randn(5, dtype=torch.float64,
+                         generator=torch.Generator().manual_seed(1)).to(device())
     head = lambda h: target.expand_as(h).clone()  # noqa: E731  loss = target . h^L
     state = gen.get_state()
     stats = wn.wn_relu_mlp(x, [4, 5], n_nets=1, gen=gen, delta=head, row_norm=None)
     gen.set_state(state)
     ws = [wn.rows(1, 4, 6, gen=gen)[0], wn.rows(1, 5, 4, gen=gen)[0]]
     ref = _autograd_reference(x[0], ws, stats.gains, lambda h: (target * h).sum())
-    assert torch.allclose(stats.log_grad_w[:, 0, 0].exp(), torch.tensor(ref, dtype=torch.float64))
+    assert torch.allclose(stats.log_grad_w[:, 0, 0].exp().cpu(),
+                          torch.tensor(ref, dtype=torch.float64))
     assert stats.gains == (wn.proposed_gain(6, 4), wn.proposed_gain(4, 5))
     # the effective-matrix gradient ||dl/dW_hat|| = k ||delta|| ||h|| (eq. 24)
     assert torch.allclose(stats.log_grad_w_hat, stats.log_delta + stats.log_h[:-1]
-                          + torch.tensor(stats.gains, dtype=torch.float64).log().view(-1, 1, 1))
+                          + torch.tensor(stats.gains, dtype=torch.float64,
+                                         device=stats.log_h.device).log().view(-1, 1, 1))
 
 
 def test_wn_relu_mlp_shapes_and_ratios():
@@ -174,7 +180,7 @@ def test_wn_relu_mlp_shapes_and_ratios():
     assert s.log_h.shape == (4, 2, 3) and s.log_delta.shape == (3, 2, 3)
     assert wn.log_grad_ratio(s, "w").shape == (3, 2, 3)
     assert wn.log_grad_ratio(s, "w_hat").shape == (3, 2, 3)
-    assert torch.allclose(s.log_h_ratio[0], torch.zeros(2, 3, dtype=torch.float64))
+    assert torch.allclose(s.log_h_ratio[0].cpu(), torch.zeros(2, 3, dtype=torch.float64))
     # with unit rows, ||dl/dW|| <= ||dl/dW_hat|| (the projection removes a component)
     assert (s.log_grad_w <= s.log_grad_w_hat + 1e-12).all()
     with pytest.raises(ValueError, match="which"):

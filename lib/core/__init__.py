@@ -9,6 +9,8 @@
 * :mod:`eit.core.store`: results saved to ``data/`` with provenance and checksums;
 * :mod:`eit.core.paths`: the book's root folder.
 * :mod:`eit.core.benchmarks`: the engines' benchmark file, read for the performance chapter.
+* :mod:`eit.core.dispatch_counts`: ATen operations and host synchronizations counted per
+  layer (a CPU-checkable proxy for kernel launches).
 """
 
 # device has one job (the device and the scale switch), seeds another (the generators)

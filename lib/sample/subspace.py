@@ -25,7 +25,7 @@ import math
 import torch
 
 from ..core import validate as v
-from ..core.device import randn
+from ..core.device import device, randn
 
 __all__ = ["masked_extremes", "relu_exact", "relu_search"]
 
@@ -119,7 +119,7 @@ def relu_search(a: torch.Tensor, *, gen: torch.Generator, restarts: int = 8,
     >>> relu_search(a, gen=generator(0), restarts=2, steps=3)
     tensor([1.], dtype=torch.float64)
     """
-    a = _stack(a)
+    a = _stack(a).to(device())                 # the matrices meet the starts drawn by randn
     restarts, steps = v.positive_int("restarts", restarts), v.positive_int("steps", steps)
     lr = v.positive_float("lr", lr)
     out = []

@@ -111,7 +111,7 @@ def sample_slope(x, y) -> Estimate:
                          f"and {ys.shape}")
     if not (np.isfinite(xs).all() and np.isfinite(ys).all()):
         raise ValueError("x and y must be finite")
-    if np.ptp(xs) == 0:
+    if xs.min() == xs.max():
         raise ValueError("x must not be constant")
     with np.errstate(all="ignore"):
         fit = linregress(xs, ys)
