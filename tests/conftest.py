@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 import matplotlib
 import pytest
 
 matplotlib.use("Agg")
+
+if os.environ.get("EIT_GUARD") == "1":
+    # the simulated device exists before the first backward pass of this process (autograd
+    # sizes its per-device queues once); the guard itself switches on with EIT_DEVICE=sim
+    from eit.core import guard
+
+    guard.register()
 
 
 def pytest_configure(config):

@@ -20,6 +20,12 @@ SCALES = ("default", "paper", "smoke")
 DTYPE = torch.float64
 
 
+if os.environ.get("EIT_DEVICE", "").strip() == "sim":  # before any backward pass (see guard)
+    from . import guard as _guard
+
+    _guard.register()
+
+
 def scale() -> Scale:
     """The scale switch, read from the environment variable ``EIT_SCALE``.
 

@@ -40,7 +40,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["NAME", "SimTensor", "SimGenerator", "DeviceMixError", "enable", "enabled",
+__all__ = ["NAME", "SimTensor", "SimGenerator", "DeviceMixError", "register", "enable",
+           "enabled",
            "SYNCS"]
 
 #: The name of the simulated device (PyTorch's PrivateUse1 backend, renamed).
@@ -281,6 +282,19 @@ _TO_NUMPY = {torch.Tensor.numpy, torch.Tensor.__array__}
 _FROM_DATA = {torch.tensor, torch.as_tensor, torch.asarray, torch.Tensor.new_tensor}
 
 
+def register() -> None:
+    """Register the simulated device with PyTorch (idempotent), without the guard's modes.
+
+    Call it before the first backward pass of the process: autograd sizes its per-device
+    queues when it first starts, and a device registered later has no queue there.
+    """
+    with _lock:
+        from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+        if torch._C._get_privateuse1_backend_name() != NAME:
+            _setup_privateuseone_for_python_backend(rename=NAME)
+
+
 def enabled() -> bool:
     """Whether the guard is active in this process."""
     return _state["enabled"]
@@ -292,12 +306,9 @@ def enable() -> torch.device:
     The guard's modes stay active for the rest of the process (a test process, a chapter's
     kernel): it is meant to be switched on by ``EIT_DEVICE=sim`` before anything is computed.
     """
+    register()
     with _lock:
         if not _state["enabled"]:
-            from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
-
-            if torch._C._get_privateuse1_backend_name() != NAME:
-                _setup_privateuseone_for_python_backend(rename=NAME)
             function_mode, dispatch_mode = _FunctionMode(), _DispatchMode()
             function_mode.__enter__()
             dispatch_mode.__enter__()

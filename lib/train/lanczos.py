@@ -239,10 +239,11 @@ def loss_hessian_norms(model, x: torch.Tensor, y: torch.Tensor, *, gen: torch.Ge
     """
     if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or len(x) != len(y):
         raise ValueError("x and y must be tensors with one label per input")
+    params = list(model.parameters())
+    x, y = x.to(params[0].device), y.to(params[0].device)   # the samples meet the weights
     logits = model(x)
     nets = logits.shape[0]
     loss = F.cross_entropy(logits.flatten(0, 1), y.repeat(nets), reduction="sum")
-    params = list(model.parameters())
     dim = sum(p[0].numel() for p in params)
     return lanczos_extreme(hessian_operator(loss / len(y), params), nets, dim, gen=gen,
                            max_steps=max_steps, rtol=rtol, device=params[0].device)
