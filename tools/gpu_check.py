@@ -573,11 +573,18 @@ def parse_live(path: Path) -> dict[str, dict]:
 # finished test phase at once, one JSON line in the file named by EIT_GPU_CHECK_LIVE, so that
 # the results of a stage stopped at its deadline are not lost.
 LIVE = "EIT_GPU_CHECK_LIVE"
+_WORKER = [False]
+
+
+def pytest_configure(config):
+    # an xdist worker has ``workerinput`` (its environment may be inherited from an outer
+    # pytest, so PYTEST_XDIST_WORKER would misjudge a controller started inside a worker)
+    _WORKER[0] = hasattr(config, "workerinput")
 
 
 def pytest_runtest_logreport(report):
     path = os.environ.get(LIVE)
-    if not path or os.environ.get("PYTEST_XDIST_WORKER"):  # the controller sees every report
+    if not path or _WORKER[0]:  # the controller sees every report
         return
     if not (report.when == "call" or report.failed or report.skipped):
         return
