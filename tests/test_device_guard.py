@@ -34,7 +34,10 @@ gen = generator(0)
 
 def run_guarded(body: str) -> dict:
     """Run ``body`` (which sets ``result``, a JSON-able dict) in a process under the guard."""
-    code = PRELUDE + textwrap.dedent(body) + "\nprint(json.dumps(result))\n"
+    # os._exit: autograd's device thread for the simulated backend is not joined at
+    # interpreter teardown and may abort the exit (after the result is written)
+    code = (PRELUDE + textwrap.dedent(body) + "\nprint(json.dumps(result), flush=True)\n"
+            "import os\nos._exit(0)\n")
     env = dict(os.environ, EIT_DEVICE="sim")
     env.pop("EIT_SEED", None)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

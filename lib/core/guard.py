@@ -25,7 +25,9 @@ Limits (what the guard does not catch): the speed of anything; host synchronizat
 counted, not refused; CUDA-only numerics (TF32, non-deterministic reductions, other random
 streams: the streams of ``eitsim`` are the CPU's); operations that CUDA implements and the
 CPU does not (none in this book); code that asks ``torch.cuda`` directly; and tensors that
-leave PyTorch through ``data_ptr`` or DLPack. The values computed are the CPU's, bit for bit.
+leave PyTorch through ``data_ptr`` or DLPack. A process that ran a backward pass on the
+simulated device may abort at interpreter exit (autograd's thread for that device is not
+joined); its results are complete by then. The values computed are the CPU's, bit for bit.
 
 Enable it with ``EIT_DEVICE=sim`` (``./book test`` runs the library tests and every chapter's
 smoke run this way); :func:`enable` is idempotent and is called by
