@@ -740,8 +740,12 @@ def device_provenance(dev: torch.device, argv: list[str]) -> dict:
     return out
 
 
-def device_main(args, argv: list[str]) -> int:
-    """``--device``: measure, write the file (after every size), update the manifest."""
+def device_main(args, argv: list[str], started: float) -> int:
+    """``--device``: measure, write the file (after every size), update the manifest.
+
+    ``started``: the seconds of the budget already spent (the process's start-up when run as
+    a script; 0 when another program calls :func:`main`, whose own age is not ours to spend).
+    """
     os.environ["EIT_DEVICE"] = args.device     # the library and generator(0) live there
     dev = torch.device(args.device)
     if dev.type == "cpu":
@@ -780,7 +784,7 @@ def device_main(args, argv: list[str]) -> int:
             },
             "provenance": provenance,
             "peak": peak_info,
-            "budget": {**budget, "elapsed_s": since_start()},
+            "budget": {**budget, "elapsed_s": started + time.perf_counter() - start},
             "rows": rows,
         }
         out.write_text(json.dumps(result, indent=1) + "\n")
@@ -793,7 +797,7 @@ def device_main(args, argv: list[str]) -> int:
     log(f"{name}: peak {log_peak or 'unknown'} ({peak_info['source']})")
     rows, budget = device_run(DEVICE_QUICK if args.quick else DEVICE, args.repeats,
                               args.max_seconds, gen=generator(0), peak_info=peak_info,
-                              sync=sync, log=log, checkpoint=write)
+                              sync=sync, started=started, log=log, checkpoint=write)
     write(rows, budget)
     print(f"wrote {out} ({time.perf_counter() - start:.0f} s; "
           f"{'complete' if budget['complete'] else 'cut by the budget'}, "
@@ -850,7 +854,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the device mode: wall time, FLOP/s and bytes/s against the "
                              "peak, larger batches (default: the CPU mode)")
     parser.add_argument("--max-seconds", type=float, default=170.0,
-                        help="the device mode's budget, from the start of the process")
+                        help="the device mode's budget, from the start of the process (from "
+                             "the call of main() when another program calls it)")
     parser.add_argument("--register", type=Path, default=None, metavar="PATH",
                         help="only set PATH's line of data/SHA256SUMS (a benchmark file "
                              "copied from another machine into data/) and exit")
@@ -869,7 +874,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--max-seconds must be > 0, got {args.max_seconds:g}")
         if args.device == "cuda" and not torch.cuda.is_available():
             parser.error("--device cuda: no CUDA device (torch.cuda.is_available() is False)")
-        return device_main(args, list(sys.argv[1:] if argv is None else argv))
+        started = since_start() if argv is None else 0.0
+        return device_main(args, list(sys.argv[1:] if argv is None else argv), started)
     torch.set_num_threads(1)
     start = time.process_time()
     rows = run(QUICK if args.quick else FULL, args.repeats)
