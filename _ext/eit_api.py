@@ -3,7 +3,7 @@
 The directive ``eit-api`` writes one section per package and, under it, one ``automodule``
 per module with the names the module itself defines (those of its ``__all__``, or its public
 functions and classes), so that every object is described once, where it lives, and
-re-exports (``eit.sample.relu_mlp`` for ``eit.sample.mlp.relu_mlp``) are not repeated.
+re-exports (``eit.sample.relu_mlp`` for ``eit.sample.mlps.relu_mlp``) are not repeated.
 
 The library's docstrings are NumPy-style prose with plain-text formulas (``||h||^2``,
 ``|x|``), written for ``help()`` and for doctest, not as reStructuredText: ``|`` and ``*``

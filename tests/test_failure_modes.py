@@ -74,7 +74,7 @@ def test_empirical_variance():
 
 
 def test_lengths_match_relu_mlp_without_bias():
-    from eit.sample.mlp import relu_mlp
+    from eit.sample import relu_mlp
     x = torch.randn(3, 6, dtype=torch.float64)
     a = fm.relu_mlp_lengths(x, [5, 4], he(), n_nets=2, gen=generator(1))
     b = relu_mlp(x, [5, 4], he(), n_nets=2, gen=generator(1))

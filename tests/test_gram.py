@@ -7,7 +7,7 @@ from scipy import stats as sst
 from eit.core.seeds import generator
 from eit.exact import chains as gram
 from eit.sample import laws as I
-from eit.sample import mlp as P
+from eit.sample import mlps as P
 
 WIDTHS = [48, 32, 64, 40]
 VARS = [2 / 48, 1.5 / 32, 2 / 64, 2.5 / 40]

@@ -4,9 +4,8 @@ import pytest
 import torch
 
 from eit.core.seeds import generator
-from eit.sample import heads
+from eit.sample import heads, relu_mlp
 from eit.sample.laws import he
-from eit.sample.mlp import relu_mlp
 
 
 def _head(n_nets=2, width=5, n=4, classes=3, seed=0):

@@ -195,7 +195,7 @@ def _chapter_log_length_per_net(lr):
 
 
 def test_log_length_per_net_matches_the_chapter():
-    from eit.sample.mlp import relu_mlp
+    from eit.sample import relu_mlp
 
     g = generator(1)
     x = torch.randn(4, 6, generator=g, device=g.device, dtype=torch.float64)
@@ -210,7 +210,7 @@ def test_log_length_per_net_matches_the_chapter():
 
 
 def test_equal_width_log_ratios_match_the_chapter_loop():
-    from eit.sample.mlp import relu_mlp
+    from eit.sample import relu_mlp
 
     g1, g2 = generator(5), generator(5)
     for init in list(fm.named_initializers().values())[:3]:
@@ -227,7 +227,7 @@ def test_equal_width_log_lengths_match_the_chapter_paper_scale_block():
     import numpy as np
 
     from eit.exact.chains import norm_chain
-    from eit.sample.mlp import relu_mlp
+    from eit.sample import relu_mlp
 
     for init, chain_var in ((he(), None), (he(), 2 / 6)):
         g1, g2 = generator(7), generator(7)

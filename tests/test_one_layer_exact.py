@@ -7,7 +7,7 @@ import torch
 
 from eit.core.seeds import generator
 from eit.exact import one_layer as exact
-from eit.sample.mlp import one_layer
+from eit.sample import one_layer
 
 
 @pytest.mark.parametrize("t", [math.nan, math.inf, -math.inf])

@@ -20,9 +20,8 @@ from eit.core.device import device
 from eit.core.dispatch_counts import _sync_reason, count_ops, per_layer
 from eit.core.seeds import generator
 from eit.exact import chains, engine
-from eit.sample import laws
+from eit.sample import laws, relu_mlp
 from eit.sample.layers import mlp
-from eit.sample.mlp import relu_mlp
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("benchmark", ROOT / "tools" / "benchmark.py")

@@ -8,7 +8,7 @@ import torch
 from eit.core.device import device
 from eit.core.seeds import generator
 from eit.sample import laws as I
-from eit.sample import mlp as P
+from eit.sample import mlps as P
 from eit.verdicts import stats
 
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from eit.core.device import device
 from eit.core.seeds import generator
 from eit.models import wn_init as W
+from eit.sample import relu_mlp
 from eit.sample.laws import haar_orthogonal as qr_haar
-from eit.sample.mlp import relu_mlp
 
 
 def test_proposed_gain_values():

@@ -23,7 +23,7 @@ Methods:
   backward without autograd);
 * ``vmap``: ``torch.func.vmap(one_network, randomness="different")`` over the same
   one-network function;
-* ``batched``: the library's explicit batched path, :func:`eit.sample.mlp.relu_mlp`;
+* ``batched``: the library's explicit batched path, :func:`eit.sample.mlps.relu_mlp`;
 * ``exact``: the library's exact engines (:func:`eit.exact.engine.trace`, which picks the
   norm chain for one input per network; :func:`eit.exact.chains.gram_chain` for N inputs,
   forward; the conditional Gaussian sampler with its backward law for the Arpit & Bengio
@@ -142,9 +142,8 @@ from torch.func import vmap
 from eit.core.device import DTYPE, description
 from eit.core.seeds import generator
 from eit.exact import chains, engine
-from eit.sample import laws
+from eit.sample import laws, relu_mlp
 from eit.sample.layers import mlp
-from eit.sample.mlp import relu_mlp
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = 2

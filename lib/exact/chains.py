@@ -55,7 +55,7 @@ def norm_chain(n0: int, widths: Sequence[int], variances: Sequence[float], *, n_
                gen: torch.Generator, delta: str | None = None) -> Trace:
     """Exact law of (log ||h^l||, log ||dloss/da^l||) for one input of norm 1, ``n_nets`` nets.
 
-    The law of :func:`eit.sample.mlp.relu_mlp` with Gaussian weights of variance
+    The law of :func:`eit.sample.mlps.relu_mlp` with Gaussian weights of variance
     ``variances[l]`` in layer l and ``delta='random'`` (a standard Gaussian dloss/da^L
     independent of the network). ``n0`` is the input dimension (it enters the law of the
     gradient at the input, ``log_grad[0]``). Dead networks give ``-inf``, as the explicit pass.
@@ -108,7 +108,7 @@ def gram_chain(x: torch.Tensor, widths: Sequence[int], variances: Sequence[float
                n_nets: int, gen: torch.Generator) -> Trace:
     """Forward log-norms of N inputs through ``n_nets`` Gaussian ReLU nets via Gram matrices.
 
-    The law of the forward pass of :func:`eit.sample.mlp.relu_mlp` with Gaussian weights of
+    The law of the forward pass of :func:`eit.sample.mlps.relu_mlp` with Gaussian weights of
     variance ``variances[l]``; cost O(n_l N^2 + N^3) per layer, n_l N random numbers.
 
     Parameters

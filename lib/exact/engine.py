@@ -40,6 +40,7 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
+from ..core.scaling import LOG2, rescaled
 from ..sample.engine import (
     BACKWARDS,
     LossGrad,
@@ -73,7 +74,8 @@ class NoExactLaw(NotImplementedError):
 # ------------------------------------------------------------------------ random numbers
 
 def log_chi2(dof: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """log of chi-squared numbers with ``dof`` degrees of freedom (0 or less gives -inf).
+    """log of chi-squared numbers with ``dof`` degrees of freedom (0 or less gives -inf, NaN
+    gives NaN).
 
     Drawn as 2 Gamma(dof / 2) by ``gen``'s own device (``torch._standard_gamma``).
 
@@ -86,12 +88,14 @@ def log_chi2(dof: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     k = dof.to(device=gen.device, dtype=DTYPE)
     alive = k > 0
     g = torch._standard_gamma(torch.where(alive, k / 2, 1.0), generator=gen)
-    out = torch.where(alive, math.log(2.0) + torch.log(g), -math.inf)
+    # a NaN count of degrees of freedom gives NaN (never a number), checked on the device
+    dead = torch.where(k <= 0, -math.inf, math.nan)
+    out = torch.where(alive, math.log(2.0) + torch.log(g), dead)
     return out.to(device())
 
 
 def chi2(dof: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """Chi-squared numbers with ``dof`` degrees of freedom (0 where dof <= 0).
+    """Chi-squared numbers with ``dof`` degrees of freedom (0 where dof <= 0, NaN where NaN).
 
     Examples
     --------
@@ -298,7 +302,9 @@ def _norm_chain(dense: list[Dense], x: torch.Tensor, *, n_nets: int, gen: torch.
         raise NoExactLaw("the norm chain has no backward law with biases (the net is not "
                          "positively homogeneous): use method='conditional'")
     shape = (n_nets, 1)
-    log_r = 2 * torch.log(x.flatten(1).norm(dim=-1)).view(1, 1).expand(shape).clone()
+    x, e = rescaled(x.flatten(1), 1)       # exact; inputs of any finite scale
+    log_norm = torch.log(x.norm(dim=-1)) + e.to(x.dtype) * LOG2
+    log_r = 2 * log_norm.view(1, 1).expand(shape).clone()
     log_r_all, actives, log_s2, cache = [log_r], [], [], {}
     for layer, fan_in, n in zip(dense, fans[:-1], fans[1:], strict=True):
         s2 = _gaussian(layer, fan_in, n)

@@ -67,7 +67,7 @@ from .layers import (
     sin,
     tanh,
 )
-from .mlp import one_layer, relu_mlp
+from .mlps import one_layer, relu_mlp
 from .resnets import (
     linear_readout_moments,
     relu_layer,

@@ -16,7 +16,9 @@ Conventions (shared with the exact engines of :mod:`eit.exact.engine`):
   vector, which is exact, so depth 1000 in an exploding or vanishing regime stays finite.
   Other layers (biases, tanh) act on the actual vector; batch normalization, invariant to a
   per-network scale, acts on the vectors rescaled by the largest norm of the network;
-* a zero vector has log-norm ``-inf`` and stays ``-inf`` (a dead ReLU network), never NaN.
+* a zero vector has log-norm ``-inf`` and stays ``-inf`` (a dead ReLU network), never NaN;
+* inputs of any finite scale: each input is first rescaled by an exact power of two where
+  its squared norm would overflow or lose digits (:func:`eit.core.scaling.rescaled`).
 
 The backward pass propagates a cotangent the same way (every vector-Jacobian product is
 linear). Weights are kept for it while they fit in :data:`KEEP_FRACTION` of the available
@@ -42,6 +44,7 @@ import torch.nn.functional as F
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
+from ..core.scaling import LOG2, rescaled
 from .laws import PARALLEL_MIN, Law, check_initializer, chunks, rows, standard_normal
 from .layers import (
     Activation,
@@ -840,7 +843,9 @@ def forward(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
     if max(tops) > depth:
         raise ValueError(f"tops must lie in [1, {depth}], got {sorted(tops)}")
     with _checked(ctx.checks):
+        h, e = rescaled(h, 2)           # exact; inputs of any finite scale (see scaling)
         h, log_r = _normalize(h, "x", ctx.checks)
+        log_r = log_r + e.to(log_r.dtype) * LOG2
         log_h, tapes, stats, states = [log_r], [], [], {}
         seen = {name: [fn(h, log_r)] for name, fn in observe.items()}
         for element in net.layers:

@@ -1,6 +1,6 @@
 """Loss heads: the gradient of a loss with respect to the last hidden layer.
 
-:func:`eit.sample.mlp.relu_mlp` accepts ``delta=loss_grad`` with ``loss_grad(h_L)`` returning
+:func:`eit.sample.mlps.relu_mlp` accepts ``delta=loss_grad`` with ``loss_grad(h_L)`` returning
 dloss/dh^L. A head here is such a callable. :class:`SoftmaxCrossEntropy` is the head of the
 experiments of Arpit & Bengio (2019), section 5: a random linear layer ``V`` (one per network)
 from the last hidden layer to ``n_classes`` logits, a softmax and the cross-entropy with

@@ -806,7 +806,7 @@ def weight_normalized(rows: RowLaw = "gaussian", *, gain: float | FanRule | None
     ``'gaussian'`` give the same unit rows, ``'orthogonal'`` the rows of a Haar matrix).
     ``gain``: None for the proposed ``sqrt(gamma fan_in / fan_out)`` (:func:`proposed_gain`),
     a number (1.0 is traditional weight normalization) or a rule ``gain(fan_in, fan_out)``.
-    Passed to :class:`eit.sample.layers.Dense` or :func:`eit.sample.mlp.relu_mlp`, the
+    Passed to :class:`eit.sample.layers.Dense` or :func:`eit.sample.mlps.relu_mlp`, the
     reported weight gradient is with respect to the effective matrix.
 
     References

@@ -6,7 +6,7 @@ Hanin & Rolnick's Figure 1a is tested through ``log(M_d / M_0)``, whose tails ar
 :func:`log_length_per_net` reads that statistic off a trace of many networks and inputs;
 :func:`equal_width_log_lengths` samples it at any size, with the exact norm chain
 (:func:`eit.exact.chains.norm_chain`) where the weights are Gaussian and explicit networks
-(:func:`eit.sample.mlp.relu_mlp`) otherwise.
+(:func:`eit.sample.mlps.relu_mlp`) otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..core import validate as v
 from ..core.device import DTYPE
 from ..exact.chains import norm_chain
 from .laws import Initializer
-from .mlp import relu_mlp
+from .mlps import relu_mlp
 
 __all__ = ["log_length_per_net", "equal_width_log_ratios", "equal_width_log_lengths",
            "layer_factor_deviation"]
@@ -65,7 +65,7 @@ def equal_width_log_ratios(init: Initializer, depth: int, *, n_inputs: int, n_ne
     """``log(||act^(j)|| / ||act^(0)||)`` of nets of width = depth = n_0 on random unit inputs.
 
     ``n_inputs`` Gaussian directions (drawn first from ``gen``) go through ``n_nets``
-    explicit ReLU networks of ``depth`` layers of width ``depth`` (:func:`eit.sample.mlp.
+    explicit ReLU networks of ``depth`` layers of width ``depth`` (:func:`eit.sample.mlps.
     relu_mlp`, zero biases).
 
     Returns

@@ -16,6 +16,7 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
+from ..core.scaling import rescaled
 from .engine import gram_root, trace
 from .laws import Initializer, standard_normal, standard_uniform
 from .layers import mlp
@@ -137,8 +138,10 @@ def one_layer(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
     """
     u = v.tensor("u", u, ndim=(1, 2)).to(device=device(), dtype=DTYPE)
     single = u.ndim == 1
-    u = u.reshape(-1, u.shape[-1])
-    if (u.square().sum(-1) == 0).any():
+    # the ratio is invariant to the scale of each input: an exact power-of-two rescaling
+    # keeps ||u||^2 and the pre-activations within float64 (a no-op at ordinary scales)
+    u = rescaled(u.reshape(-1, u.shape[-1]), 1)[0]
+    if (u == 0).all(-1).any():
         raise ValueError("u must be non-zero (the ratio ||v||^2/||u||^2 is undefined at 0)")
     m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
     if mask not in ("relu", "bernoulli"):
