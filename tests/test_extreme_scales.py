@@ -116,3 +116,37 @@ def test_eit_sample_mlp_is_the_function_its_all_lists():
 def test_norm_chain_still_starts_at_norm_one():
     t = norm_chain(5, [6, 6], [1 / 3, 1 / 3], n_nets=4, gen=generator(0))
     assert t.log_h[0].eq(0).all()
+
+
+def _digits():
+    from eit.train.sgd import digits
+    return digits(seed=0)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("x_train", math.nan, "x_train holds NaN"), ("x_test", math.inf, "x_test holds NaN"),
+    ("y_train", -1, r"y_train must hold labels in \[0, 10\)"),
+    ("y_test", 10, r"y_test must hold labels in \[0, 10\)")])
+def test_training_refuses_nan_pixels_and_sentinel_labels(field, value, message):
+    """Issue 25 item 8: NaN pixels were reported as a divergence, label -1 reached the loss."""
+    import dataclasses
+
+    from eit.models.wn_init import wn_mlp_model
+    from eit.models.wn_stacked import stack
+    from eit.train.batched import train
+    data = _digits()
+    bad = getattr(data, field).clone()
+    bad.view(-1)[0] = value
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(data, **{field: bad})
+    object.__setattr__(data, field, bad)          # changed in place after construction
+    nets = stack([wn_mlp_model("proposed", d_in=64, widths=[4], d_out=10, gen=generator(0))])
+    with pytest.raises(ValueError, match=message):
+        train(nets, data, lr=0.1, epochs=1, batch_size=64, gens=generator(1))
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1e-5, 0.99999])
+def test_a_split_with_an_empty_set_is_refused(fraction):
+    from eit.train.sgd import digits
+    with pytest.raises(ValueError, match="test_fraction"):
+        digits(seed=0, test_fraction=fraction)

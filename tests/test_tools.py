@@ -75,3 +75,13 @@ def test_chapters_are_scheduled_longest_first(tmp_path):
             json.dumps({"cells": [], "metadata": meta}))
     order = [p.stem for p in longest_first(sorted(tmp_path.glob("*.md")))]
     assert order == ["02-b", "04-d", "01-a", "03-c"]
+
+
+def test_book_refuses_a_thread_count_that_is_not_a_positive_integer():
+    """EIT_THREADS=0 used to reach OMP_NUM_THREADS, where the libraries fall back silently."""
+    for bad in ("0", "-2", "two", "1.5"):
+        out = subprocess.run(["bash", str(ROOT / "book"), "no-such-command"], cwd=ROOT,
+                             env={**os.environ, "EIT_THREADS": bad}, capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 2 and "EIT_THREADS must be a positive integer" in out.stderr
+        assert f"got '{bad}'" in out.stderr

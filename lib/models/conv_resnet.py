@@ -205,7 +205,8 @@ def standardize(data: Digits) -> Digits:
     --------
     >>> from eit.train.sgd import Digits
     >>> x = torch.arange(8.0, dtype=torch.float64).view(2, 1, 2, 2)
-    >>> float(standardize(Digits(x, None, x, None)).x_train[0].mean())
+    >>> y = torch.tensor([3, 7])
+    >>> float(standardize(Digits(x, y, x, y)).x_train[0].mean())
     0.0
     """
     if not isinstance(data, Digits):

@@ -295,6 +295,7 @@ def train(model, data: Digits, *, lr: float | Sequence[float], epochs: int, batc
     """
     if not isinstance(data, Digits):
         raise TypeError(f"data must be a Digits split, got {type(data).__name__}")
+    data.check()             # NaN pixels would read as a divergence, label -1 as an index
     params = _params(model)
     runs = params[0].shape[0]
     lrs = _per_run("lr", lr, runs, v.positive_float)

@@ -36,6 +36,32 @@ class Digits:
     x_test: torch.Tensor
     y_test: torch.Tensor
 
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Refuse what would train on garbage or report NaN: non-finite pixels, labels
+        outside ``[0, n_classes)`` (the library's -1 sentinel included), empty sets.
+
+        Called at construction and again by the trainers (a tensor may change in place).
+        """
+        for part in ("train", "test"):
+            x, y = getattr(self, f"x_{part}"), getattr(self, f"y_{part}")
+            if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+                raise TypeError(f"x_{part} must be a floating point tensor, got "
+                                f"{getattr(x, 'dtype', type(x).__name__)}")
+            if not isinstance(y, torch.Tensor) or y.dtype != torch.long or y.ndim != 1:
+                raise TypeError(f"y_{part} must be a one-dimensional int64 tensor, got "
+                                f"{getattr(y, 'dtype', type(y).__name__)}")
+            if x.ndim < 2 or x.shape[0] != y.shape[0] or x.shape[0] == 0:
+                raise ValueError(f"x_{part} and y_{part} must hold the same number (> 0) of "
+                                 f"samples, got {tuple(x.shape)} and {tuple(y.shape)}")
+            if not bool(torch.isfinite(x).all()):
+                raise ValueError(f"x_{part} holds NaN or infinite values")
+            if not bool(((y >= 0) & (y < self.n_classes)).all()):
+                raise ValueError(f"y_{part} must hold labels in [0, {self.n_classes}), got "
+                                 f"{int(y.min())} to {int(y.max())}")
+
     @property
     def n_classes(self) -> int:
         return 10
@@ -59,6 +85,9 @@ def digits(*, seed: int, test_fraction: float = 0.25, images: bool = False) -> D
     if images:
         x = x.reshape(-1, 1, 8, 8)
     n_test = round(test_fraction * len(x))
+    if not 0 < n_test < len(x):
+        raise ValueError(f"test_fraction = {test_fraction} leaves an empty train or test set "
+                         f"({n_test} of {len(x)} samples to test)")
     dev = training_device()
     return Digits(x[n_test:].to(dev), y[n_test:].to(dev), x[:n_test].to(dev), y[:n_test].to(dev))
 
@@ -108,6 +137,7 @@ def sgd(model: Model, params: Sequence[torch.Tensor], data: Digits, *, lr: float
     """
     if not isinstance(data, Digits):
         raise TypeError(f"data must be a Digits split, got {type(data).__name__}")
+    data.check()
     params = _check_params(params)
     lr, max_loss = v.positive_float("lr", lr), v.positive_float("max_loss", max_loss)
     epochs, batch_size = v.positive_int("epochs", epochs), v.positive_int("batch_size", batch_size)
