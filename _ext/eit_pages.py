@@ -703,6 +703,36 @@ class VerdictTable(SphinxDirective):
                                    self.arguments[0] if self.arguments else "")
 
 
+class PaperScaleResults(SphinxDirective):
+    """The paper-scale results stored in ``data/<part>/`` (an overview page), read from their
+    metadata files, so that the page never states a stale list. The argument is the part's
+    folder name (``meterez-et-al-2024``); each item names the result, the chapter whose
+    ``./book paper-scale`` run wrote it, the device and the date."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        part = self.arguments[0]
+        root = Path(self.env.srcdir) / "data" / part
+        metas = sorted(root.glob("*.json")) if root.is_dir() else []
+        self.env.note_dependency(str(root))
+        items = nodes.bullet_list()
+        for path in metas:
+            self.env.note_dependency(str(path))
+            meta = json.loads(path.read_text())
+            if meta.get("scale") != "paper":
+                continue
+            chapter = str(meta.get("command", "")).rpartition(" ")[2]
+            text = (f"{meta['name'].partition('/')[2]}: from {chapter or 'an unnamed run'}, "
+                    f"on {meta.get('device', 'an unrecorded device')}, {meta.get('date', '')}")
+            items += nodes.list_item("", nodes.paragraph(text=text))
+        if not len(items):
+            return [nodes.paragraph(text=f"No paper-scale result of this part is stored yet "
+                                         f"(data/{part}/ is empty).")]
+        lead = nodes.paragraph(text=f"Stored now ({len(items)}):")
+        return [lead, items]
+
+
 def verdict_summary_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     env = inliner.document.settings.env
     key = "" if text.strip() in ("", "-") else text.strip()
@@ -722,6 +752,7 @@ def setup(app):
     app.add_directive("chapter-status", ChapterStatus)
     app.add_directive("verdict-summary", VerdictSummary)
     app.add_directive("verdict-table", VerdictTable)
+    app.add_directive("paper-scale-results", PaperScaleResults)
     app.add_role("verdict-summary", verdict_summary_role)
     eit_build.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.2"}
