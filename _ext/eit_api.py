@@ -114,7 +114,9 @@ class EitApi(SphinxDirective):
                 members = own_names(module)
                 lines += [f"``{name}``", "^" * (len(name) + 4), "",
                           f".. automodule:: {name}"]
-                lines += [f"   :members: {', '.join(members)}", ""] if members else [
+                # undocumented names too (a constant, a small helper): the page lists all
+                lines += [f"   :members: {', '.join(members)}", "   :undoc-members:",
+                          ""] if members else [
                     "   :no-members:", ""]
         container = nodes.section()
         container.document = self.state.document
