@@ -195,6 +195,29 @@ def _query(**kw: str) -> str:
 
 # --- the ledger ------------------------------------------------------------------------------
 
+def stability_nodes(records: list[dict]) -> nodes.Node:
+    """How many statistical records are stable (a re-run agrees with probability >= 0.99,
+    :mod:`eit.verdicts.stability`), and a link to each unstable one."""
+    assessed = [r for r in records if r.get("stability")]
+    unstable = [r for r in assessed if not r["stability"]["stable"]]
+    para = nodes.paragraph(classes=["eit-stability"])
+    para += nodes.strong(text="Stability: ")
+    para += nodes.Text(f"{len(assessed) - len(unstable)} of {len(assessed)} statistical "
+                       "records are stable (an independent re-run gives the same outcome with "
+                       "probability at least 0.99, from each record's distance to the "
+                       "thresholds of its criterion; see the design notes).")
+    if unstable:
+        para += nodes.Text(f" Unstable ({len(unstable)}, to be given more samples or a "
+                           "pre-registered margin): ")
+        for i, r in enumerate(unstable):
+            if i:
+                para += nodes.Text("; ")
+            para += link(with_math(f"{r['claim']}"), docname=r["chapter"], anchor=r["id"])
+            para += nodes.Text(f" (re-run agreement {r['stability']['probability']:.2f})")
+        para += nodes.Text(".")
+    return para
+
+
 class ClaimsLedger(SphinxDirective):
     """Every claim of the book with its verdict, filterable, one section per paper."""
 
@@ -225,6 +248,7 @@ class ClaimsLedger(SphinxDirective):
         intro += link([nodes.Text("proof index")], path="prf-prf.html")
         intro += nodes.Text(".")
         out.append(intro)
+        out.append(stability_nodes(records))
         out.append(self._summary(records, papers, order))
         out.append(nodes.raw("", self._controls(papers, order), format="html"))
         out.append(nodes.raw("", '<div id="eit-ledger-flat"></div>', format="html"))
@@ -552,9 +576,12 @@ class ChapterStatus(SphinxDirective):
         out.extend(gpu_report_nodes(load_gpu_report(self.env.srcdir),
                                     titles={s["chapter"]: s.get("title", "") for s in every},
                                     found_docs=self.env.found_docs, pins=pins))
-        headers = ["Chapter", "Verdicts", "Wall time (s)", "Device", "Scale", "Executed"]
-        cols = ["eit-c-chapter", "eit-c-verdicts", "eit-c-n", "eit-c-device", "eit-c-scale",
-                "eit-c-date"]
+        headers = ["Chapter", "Verdicts", "Unstable", "Wall time (s)", "Device", "Scale",
+                   "Executed"]
+        cols = ["eit-c-chapter", "eit-c-verdicts", "eit-c-n", "eit-c-n", "eit-c-device",
+                "eit-c-scale", "eit-c-date"]
+        unstable = Counter(r["chapter"] for r in built(self.env, ledger.verdicts())
+                           if r.get("stability") and not r["stability"]["stable"])
         if any_differ:
             headers.append("Versions differing from requirements.txt")
             cols.append("eit-c-versions")
@@ -571,7 +598,8 @@ class ChapterStatus(SphinxDirective):
             rows = []
             for s in group:
                 row = [link(with_math(s["title"] or s["chapter"]), docname=s["chapter"]),
-                       counts_text(s["verdicts"]), f"{s.get('wall_time_s', '?')}",
+                       counts_text(s["verdicts"]), str(unstable[s["chapter"]]),
+                       f"{s.get('wall_time_s', '?')}",
                        s.get("device", "?"), s.get("scale", "?"), s.get("executed", "?")]
                 if any_differ:
                     row.append(", ".join(s["_differ"]))

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..core.paths import book_root
 from .records import CONSISTENCY, KINDS, MIME_VERDICT, OUTCOMES, SCOPES
+from .stability import of_record
 
 __all__ = ["chapter_notebooks", "normalize", "verdicts", "status", "summary", "export", "main"]
 
@@ -73,7 +74,9 @@ def verdicts(root: Path | None = None) -> list[dict]:
     """All verdict records, normalized to schema 2, with where each comes from.
 
     Added keys: ``chapter`` (docname), ``chapter_title`` and ``part`` (the chapter's
-    folder).
+    folder), and ``stability`` (:func:`eit.verdicts.stability.of_record` as a dict: the
+    re-run agreement probability and the distance to the nearest threshold; None for records
+    that no random draw decides or whose decision it does not model).
     """
     root = book_root() if root is None else root
     records = []
@@ -85,8 +88,11 @@ def verdicts(root: Path | None = None) -> list[dict]:
             for out in cell.get("outputs", []):
                 rec = out.get("metadata", {}).get(MIME_VERDICT)
                 if rec is not None:
-                    records.append({**normalize(rec), "chapter": doc, "chapter_title": title,
-                                    "part": path.parent.name})
+                    rec = normalize(rec)
+                    stab = of_record(rec)
+                    records.append({**rec, "chapter": doc, "chapter_title": title,
+                                    "part": path.parent.name,
+                                    "stability": None if stab is None else stab.record()})
     return records
 
 
