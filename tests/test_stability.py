@@ -113,7 +113,6 @@ def test_records_that_nothing_random_decides_have_no_stability():
 #: the list.
 KNOWN_UNSTABLE = {
     ("arpit-bengio-2019/03-deep-norm-and-gradient-preservation", "Corollary 1 (this book)"),
-    ("arpit-bengio-2019/06-infinite-data-and-distances", "Section 3.4 (this book)"),
     ("arpit-campos-bengio-2019/03-residual-networks",
      "Section 4, shortcut connections (backward)"),
     ("arpit-campos-bengio-2019/03-residual-networks", "Theorem 4 / Theorem 8, eq. (63)"),
@@ -123,13 +122,9 @@ KNOWN_UNSTABLE = {
      "Section 5.1, Figure 2 right (digits substitute)"),
     ("hanin-rolnick-2018/01-fm1-mean-length", "Figure 1a"),
     ("hanin-rolnick-2018/05-training-start", "Section 3.3, Figure 3b"),
-    ("meterez-et-al-2024/03-isometry-gain-per-layer",
-     "Corollary 4, exact small-gap rate (this book)"),
     ("meterez-et-al-2024/06-activation-shaping", "Appendix F, Figure F1"),
     ("meterez-et-al-2024/06-activation-shaping", "Figure 5"),
     ("meterez-et-al-2024/06-activation-shaping", "Section 3 / Figure H6"),
-    ("meterez-et-al-2024/09-high-probability-bound", "Theorem I.1 (depth-uniform tail)"),
-    ("meterez-et-al-2024/11-training-accuracy", "Figures H1-H4"),
     ("performance/01-benchmarks", "Target (b), hr18"),
 }
 
