@@ -292,6 +292,26 @@ def test_a_criterion_declared_after_the_measurement_is_refused():
     assert agree(*HEAD, theory=1.0, estimate=e, criterion=late, scope=PAPER).outcome == CONFIRMED
 
 
+def test_a_detection_declared_after_the_measurement_is_refused():
+    """Issue 24 item 4: detects and detects_positive never checked the order."""
+    from eit.verdicts import Detection, Statistic, detects
+    from eit.verdicts.checks import detects_positive
+    late = Detection("one-sided t-test")
+    object.__setattr__(late, "declared_in", 5)
+    stat, e = Statistic(0.3), est(1.0, 0.01)
+    for x in (stat, e):
+        object.__setattr__(x, "made_in", 5)
+    with pytest.raises(ValueError, match="declared"):
+        detects(*HEAD, statistic=stat, p_value=1e-6, criterion=late, scope=PAPER)
+    with pytest.raises(ValueError, match="declared"):
+        detects_positive(*HEAD, e, criterion=late, scope=PAPER)
+    for x in (stat, e):
+        object.__setattr__(x, "made_in", 6)
+    assert detects(*HEAD, statistic=stat, p_value=1e-6, criterion=late,
+                   scope=PAPER).outcome == CONFIRMED
+    assert detects_positive(*HEAD, e, criterion=late, scope=PAPER).outcome == CONFIRMED
+
+
 # -- records --------------------------------------------------------------------------------
 def test_verdict_records_carry_typed_numbers_and_an_anchor():
     v = agree(*HEAD, theory=1.0, estimate=est(1.01, 0.005), criterion=EXACT_LAW, scope=PAPER)

@@ -652,6 +652,7 @@ def detects(paper: str, claim: str, statement: str, *, statistic: Statistic, p_v
     _criterion("criterion", criterion, Detection)
     if not isinstance(statistic, Statistic):
         raise TypeError(f"statistic must be a stats.Statistic, got {type(statistic).__name__}")
+    _declared_before(criterion, [statistic])
     p = _finite("p_value", p_value)
     if not 0 <= p <= 1:
         raise ValueError(f"p_value must lie in [0, 1], got {p}")
@@ -902,6 +903,7 @@ def detects_positive(paper: str, claim: str, statement: str, *estimates: Estimat
         raise ValueError("estimates must not be empty")
     if not isinstance(criterion, Detection):
         raise TypeError(f"criterion must be a Detection, got {type(criterion).__name__}")
+    _declared_before(criterion, list(estimates))
     p_value, detectable = positive(*estimates, alpha=criterion.alpha)
     return detects(paper, claim, statement, statistic=Statistic(min(e.value for e in estimates)),
                    p_value=p_value, detectable=detectable, criterion=criterion, scope=scope,

@@ -264,6 +264,7 @@ class Statistic:
 
     value: float
     digits: int = 3
+    made_in: int | None = field(default_factory=execution_count, compare=False, repr=False)
 
     def __post_init__(self):
         value = _real("value", self.value)
