@@ -383,11 +383,14 @@ class ClaimsLedger(SphinxDirective):
 # --- status ----------------------------------------------------------------------------------
 
 def pinned(srcdir: str | Path) -> dict[str, str]:
-    """Package -> version pinned in requirements.txt."""
+    """Package -> version pinned in requirements.txt for this Python and platform (the lock
+    pins some packages per platform: the entries whose marker does not hold are skipped)."""
+    from packaging.markers import Marker
+
     pins = {}
     for line in (Path(srcdir) / "requirements.txt").read_text().splitlines():
-        m = re.match(r"^\s*([A-Za-z0-9_.\-]+)==([^\s;#]+)", line)
-        if m:
+        m = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;#\\]+)(?:\s*;\s*([^\\]+))?", line)
+        if m and (m.group(3) is None or Marker(m.group(3).strip()).evaluate()):
             pins[m.group(1).lower()] = m.group(2)
     return pins
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import jupytext
@@ -104,19 +105,72 @@ def test_ledger_refuses_a_record_of_the_retired_schema():
         ledger.normalize({**rec, "outcome": "plausible"})
 
 
-def test_pinned_requirements_are_the_single_source():
-    """environment.yml (Binder) installs requirements.txt, with PyTorch's CPU wheels."""
+def _lock_entries(path: Path) -> list[tuple[str, list[str]]]:
+    """(requirement line, its hashes) for each entry of a pip requirements lock."""
+    entries: list[tuple[str, list[str]]] = []
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        if line.startswith("    --hash=sha256:"):
+            assert entries, f"{path.name}: a hash before any requirement"
+            entries[-1][1].append(line.split("sha256:")[1].rstrip(" \\"))
+        else:
+            entries.append((line.rstrip(" \\"), []))
+    return entries
+
+
+@pytest.mark.parametrize("lock", ["requirements.txt", "requirements-cuda.txt",
+                                  "requirements-lab.txt"])
+def test_every_requirement_is_pinned_with_its_hashes(lock):
+    """Issue 25 item 9: requirements.txt carried no hashes and left dependencies unpinned."""
+    entries = _lock_entries(ROOT / lock)
+    assert len(entries) > 100                      # the dependencies too, not only the top
+    for req, hashes in entries:
+        assert re.match(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*==[^\s;]+( ; .+)?$", req), req
+        assert hashes and all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes), req
+
+
+def test_the_locks_hold_requirements_in_and_the_right_pytorch():
+    sys.path.insert(0, str(ROOT / "tools"))
+    from lock import pins
+
+    wanted = pins(ROOT / "requirements.in")
+    cpu, cuda = pins(ROOT / "requirements.txt"), pins(ROOT / "requirements-cuda.txt")
+    for name, versions in wanted.items():
+        assert versions <= cpu.get(name, set()), name
+        if name != "torch":
+            assert versions <= cuda.get(name, set()), name
+    # the CPU lock: PyTorch's CPU build on Linux, no CUDA libraries; the CUDA lock: PyPI's
+    assert cpu["torch"] == {"2.13.0", "2.13.0+cpu"} and cuda["torch"] == {"2.13.0"}
+    assert not any(n.startswith(("nvidia-", "cuda-", "triton")) for n in cpu)
+    assert any(n.startswith("nvidia-") for n in cuda)
+    # the theme is pinned: the look of the book does not change with the install day
+    assert {"jupyter-book", "sphinx-book-theme", "pydata-sphinx-theme"} <= set(wanted)
+
+
+def test_setup_installs_only_hash_checked_pins():
+    """``./book setup``: pip itself, the lock and eit's build backend, all hash-checked."""
+    script = (ROOT / "book").read_text()
+    setup = script[script.index("setup() {"):script.index("build() {")]
+    installs = [line.strip() for line in setup.splitlines() if "pip install" in line]
+    assert installs and all("--require-hashes" in line or "--no-build-isolation" in line
+                            for line in installs), installs
+    assert re.search(r'PIP_LOCK="pip==[0-9.]+ --hash=sha256:[0-9a-f]{64}', script)
+    assert "EIT_TORCH" in setup and "requirements-cuda.txt" in setup
+    lab = script[script.index("  lab)"):]
+    lab = lab[:lab.index(";;")]
+    assert "--require-hashes" in lab and "-r requirements-lab.txt" in lab
+    # Binder's postBuild builds eit with the locked setuptools too (no isolated, unpinned one)
+    post = (ROOT / "postBuild").read_text()
+    assert "--no-build-isolation" in post and "--no-deps" in post
+
+
+def test_binder_installs_the_cpu_lock():
+    """environment.yml (Binder) installs requirements.txt, with PyTorch's CPU index."""
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert pip == ["--extra-index-url https://download.pytorch.org/whl/cpu",
                    "-r requirements.txt"]
-    reqs = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
-            if line and not line.startswith("#")]
-    assert all("==" in r for r in reqs)
-    assert any(r.startswith("jupyter-book==1.") for r in reqs)
-    # the look of the book does not change with the install day
-    for theme in ("sphinx-book-theme==", "pydata-sphinx-theme=="):
-        assert any(r.startswith(theme) for r in reqs), theme
 
 
 def test_book_builds_without_warnings(book):  # noqa: F811 (the fixture)
@@ -132,3 +186,32 @@ def test_book_builds_without_warnings(book):  # noqa: F811 (the fixture)
     for path in (html / "chapters").rglob("*.html"):
         text = path.read_text()
         assert "```{" not in text and "{prf:" not in text, f"unrendered directive in {path}"
+
+
+def test_ci_installs_nothing_unpinned():
+    """Issue 25 item 9: CI ran an unpinned ``apt-get install chromium`` (Debian replaces it)."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    code = "\n".join(line for line in ci.splitlines() if not line.lstrip().startswith("#"))
+    assert "apt-get" not in code and "pip install" not in code and "npm install" not in code
+    script = (ROOT / "tools" / "chromium.sh").read_text()
+    assert re.search(r"^VERSION=\d+\.\d+\.\d+$", script, re.M)
+    assert re.search(r"^INTEGRITY=sha512-[A-Za-z0-9+/]{86}==$", script, re.M)
+    assert 'if [ "$got" != "$INTEGRITY" ]' in script
+    book_script = (ROOT / "book").read_text()
+    assert "tools/chromium.sh" in book_script[book_script.index("  test)"):]
+
+
+def test_the_pinned_chromium_refuses_a_tampered_package(tmp_path):
+    """tools/chromium.sh unpacks nothing from a package whose sha512 is not the pinned one."""
+    import os
+    import subprocess
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "npm").write_text("#!/bin/sh\necho tampered > sparticuz-chromium-153.0.0.tgz\n")
+    (fake / "npm").chmod(0o755)
+    dest = tmp_path / "chromium"
+    run = subprocess.run([str(ROOT / "tools" / "chromium.sh"), str(dest)], capture_output=True,
+                         text=True, env=dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}"))
+    assert run.returncode == 1 and "not the pinned" in run.stderr, run.stderr
+    assert not dest.exists()

@@ -164,14 +164,13 @@ def test_the_wheel_list_is_pinned_as_the_book_pins_it(tmp_path):
             "matplotlib-inline", "comm", "debugpy", "fastjsonschema", "jsonschema",
             "mdit-py-plugins", "sympy", "mpmath", "pyyaml", "typing-extensions"}
     assert need <= {gc.canonical(n) for n in pins}
-    required = {}
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        name, sep, version = line.split("#")[0].strip().partition("==")
-        if sep:
-            required[gc.canonical(name)] = version
+    sys.path.insert(0, str(ROOT / "tools"))
+    from lock import pins as locked
+
+    required = locked(ROOT / "requirements.txt")
     for name, version in pins.items():
         if gc.canonical(name) in required:
-            assert version == required[gc.canonical(name)], name
+            assert version in required[gc.canonical(name)], name
     cmd = gc.download_command(tmp_path)
     assert cmd[3:6] == ["download", "--no-deps", "--only-binary=:all:"]
     for flag in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
