@@ -13,11 +13,15 @@ optional (:func:`load_cuda` gives None without it).
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .paths import data_dir
+from .validate import finite_real
 
 __all__ = ["Benchmark", "load", "load_cuda", "fmt", "side_by_side_rows"]
 
@@ -33,6 +37,9 @@ def fmt(x: float) -> str:
     >>> fmt(12345.6), fmt(0.012345)
     ('12,346', '0.0123')
     """
+    if isinstance(x, (np.integer, np.floating)):
+        x = float(x)
+    x = finite_real("x", x)        # a NaN or inf in a table is a bug upstream, never a cell
     return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
@@ -192,9 +199,17 @@ class Benchmark:
                 / (exact["normals"] + exact["other_random"]))
 
 
+def _path(path, default: str) -> Path:
+    if path is None:
+        return data_dir() / "benchmarks" / default
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
+    return Path(path)
+
+
 def load(path: str | Path | None = None) -> Benchmark:
     """Read a benchmark file (default ``data/benchmarks/cpu.json`` of the book)."""
-    path = Path(path) if path is not None else data_dir() / "benchmarks" / "cpu.json"
+    path = _path(path, "cpu.json")
     if not path.is_file():
         raise FileNotFoundError(f"path: no benchmark file at {path} (run tools/benchmark.py)")
     raw = json.loads(path.read_text())
@@ -215,7 +230,7 @@ def load_cuda(path: str | Path | None = None) -> Benchmark | None:
     >>> load_cuda("no/such/file.json") is None
     True
     """
-    path = Path(path) if path is not None else data_dir() / "benchmarks" / "cuda.json"
+    path = _path(path, "cuda.json")
     if not path.is_file():
         return None
     bench = load(path)
@@ -239,6 +254,12 @@ def side_by_side_rows(cpu: Benchmark, cuda: Benchmark, workload: str) -> list[li
     >>> side_by_side_rows(a, b, "w")
     [['s', 2, 'vmap', '1', '0.01', '100']]
     """
+    for arg, bench in (("cpu", cpu), ("cuda", cuda)):
+        if not isinstance(bench, Benchmark):
+            raise TypeError(f"{arg} must be a Benchmark (load, load_cuda), got "
+                            f"{type(bench).__name__}")
+    if not isinstance(workload, str):
+        raise TypeError(f"workload must be a str, got {type(workload).__name__}")
     rows = []
     for s, first in cpu.sizes.get(workload, {}).items():
         for m in METHODS:

@@ -8,6 +8,7 @@ default sizes (every chapter in about 45 s on 2 cores) or the papers' own sizes.
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Literal
 
@@ -99,16 +100,46 @@ def _float_dtype(dtype) -> torch.dtype:
     return dtype
 
 
+def _shape(shape: tuple) -> tuple[int, ...]:
+    """The sizes of a draw: ints >= 0 (or one tuple of them, as ``torch.randn`` takes)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, torch.Size)):
+        shape = tuple(shape[0])
+    out = []
+    for i, n in enumerate(shape):
+        try:
+            size = None if isinstance(n, bool) else operator.index(n)   # ints, NumPy ints
+        except TypeError:
+            size = None
+        if size is None:
+            raise TypeError(f"shape[{i}] must be an int, got {n!r}")
+        if size < 0:
+            raise ValueError(f"shape[{i}] must be >= 0, got {size}")
+        out.append(size)
+    return tuple(out)
+
+
 def randn(*shape: int, gen: torch.Generator, dtype: torch.dtype = DTYPE) -> torch.Tensor:
-    """Standard normal samples drawn on ``gen``'s device, returned on :func:`device`."""
-    gen, dtype = _gen(gen), _float_dtype(dtype)
-    return torch.randn(*shape, generator=gen, device=gen.device, dtype=dtype).to(device())
+    """Standard normal samples drawn on ``gen``'s device, returned on :func:`device`.
+
+    No ``shape`` draws one sample (a tensor of zero dimensions).
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> randn(2, 3, gen=generator(0)).shape, randn(gen=generator(0)).shape
+    (torch.Size([2, 3]), torch.Size([]))
+    """
+    shape, gen, dtype = _shape(shape), _gen(gen), _float_dtype(dtype)
+    return torch.randn(shape, generator=gen, device=gen.device, dtype=dtype).to(device())
 
 
 def rand(*shape: int, gen: torch.Generator, dtype: torch.dtype = DTYPE) -> torch.Tensor:
-    """Uniform(0, 1) samples drawn on ``gen``'s device, returned on :func:`device`."""
-    gen, dtype = _gen(gen), _float_dtype(dtype)
-    return torch.rand(*shape, generator=gen, device=gen.device, dtype=dtype).to(device())
+    """Uniform(0, 1) samples drawn on ``gen``'s device, returned on :func:`device`.
+
+    No ``shape`` draws one sample (a tensor of zero dimensions).
+    """
+    shape, gen, dtype = _shape(shape), _gen(gen), _float_dtype(dtype)
+    return torch.rand(shape, generator=gen, device=gen.device, dtype=dtype).to(device())
 
 
 def description() -> str:

@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .validate import widths
+
 __all__ = ["CHECKS_ON_HOST", "DATA_DEPENDENT", "NO_KERNEL", "OpCounts", "count_ops",
            "per_layer"]
 
@@ -296,8 +298,13 @@ def per_layer(run: Callable[[int], object], depths: Sequence[int] = (4, 8)) -> d
     >>> cost["launches"], cost["syncs"]
     (5.0, 1.0)
     """
-    lo, hi = (int(d) for d in depths)
-    if not 0 < lo < hi:
+    if not callable(run):
+        raise TypeError(f"run must be callable (run(depth)), got {type(run).__name__}")
+    if isinstance(depths, (str, bytes)) or not isinstance(depths, Sequence) \
+            or len(depths) != 2:
+        raise ValueError(f"depths must be two increasing positive depths, got {depths!r}")
+    lo, hi = widths("depths", depths)
+    if not lo < hi:
         raise ValueError(f"depths must be two increasing positive depths, got {depths!r}")
     for depth in (lo, hi):
         run(depth)

@@ -42,6 +42,13 @@ def rescaled(x: torch.Tensor, start_dim: int) -> tuple[torch.Tensor, torch.Tenso
         largest absolute entry where it lies outside +-:data:`SAFE_EXPONENT`, else 0 (zero,
         infinite and NaN vectors included, which stay as they are).
 
+    Raises
+    ------
+    TypeError
+        ``x`` is not a floating-point tensor, or ``start_dim`` not an int.
+    ValueError
+        ``start_dim`` is not a dimension of ``x`` (``0 <= start_dim < x.ndim``).
+
     Examples
     --------
     >>> import math
@@ -53,7 +60,18 @@ def rescaled(x: torch.Tensor, start_dim: int) -> tuple[torch.Tensor, torch.Tenso
     >>> abs(float(log_norm) / math.log(5e-170) - 1) < 1e-15
     True
     """
-    top = x.flatten(start_dim).abs().amax(dim=-1)
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point tensor, got "
+                        f"{getattr(x, 'dtype', type(x).__name__)}")
+    if isinstance(start_dim, bool) or not isinstance(start_dim, int):
+        raise TypeError(f"start_dim must be an int, got {type(start_dim).__name__}")
+    if not 0 <= start_dim < x.ndim:
+        raise ValueError(f"start_dim must be a dimension of x, in [0, {x.ndim}) for x of shape "
+                         f"{tuple(x.shape)}, got {start_dim}")
+    flat = x.flatten(start_dim)
+    if flat.shape[-1] == 0:                          # empty vectors: nothing to rescale
+        return x, torch.zeros(x.shape[:start_dim], dtype=torch.int32, device=x.device)
+    top = flat.abs().amax(dim=-1)
     e = torch.frexp(top).exponent
     e = torch.where(torch.isfinite(top) & (e.abs() > SAFE_EXPONENT), e, torch.zeros_like(e))
     shape = (*e.shape, *([1] * (x.ndim - e.ndim)))

@@ -41,10 +41,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .device import description, paper_path
+from .device import SCALES, description, paper_path
 from .device import scale as current_scale
 from .paths import book_root, data_dir
 from .seeds import seed_offset
+from .validate import nonnegative_int
 
 __all__ = ["save_result", "load_result", "has_result", "result_dir", "verify", "update_manifest",
            "MANIFEST", "DataError", "paper_scale_result"]
@@ -293,7 +294,27 @@ def load_result(name: str, *, scale: str | None = None, seed: int | None = None,
         checksum, if only one of the two files exists, or if the provenance belongs to
         another result or differs from the expected one.
     """
+    _expected(scale, seed, command)
     return load_result_from(data_dir(), name, scale=scale, seed=seed, command=command)
+
+
+def _expected(scale, seed, command) -> None:
+    """Check the provenance a caller expects (each None or of its type)."""
+    if scale is not None and scale not in SCALES:
+        raise (TypeError if not isinstance(scale, str) else ValueError)(
+            f"scale must be one of {SCALES} or None, got {scale!r}")
+    if seed is not None:
+        nonnegative_int("seed", seed)
+    if command is not None and not isinstance(command, str):
+        raise TypeError(f"command must be a str or None, got {type(command).__name__}")
+
+
+def _root(root) -> Path:
+    if root is None:
+        return data_dir()
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root must be a path, got {type(root).__name__}")
+    return Path(root)
 
 
 def _listed(root: Path) -> list[Path]:
@@ -311,7 +332,7 @@ def _write_manifest(root: Path) -> Path:
 
 def update_manifest(root: Path | None = None) -> Path:
     """Rewrite ``SHA256SUMS`` of ``root`` (default ``data/``) from the files in it."""
-    root = data_dir() if root is None else Path(root)
+    root = _root(root)
     with _locked(root):
         return _write_manifest(root)
 
@@ -342,7 +363,7 @@ def verify(root: Path | None = None) -> list[str]:
     list of str
         One line per problem (empty when everything verifies).
     """
-    root = data_dir() if root is None else Path(root)
+    root = _root(root)
     manifest = root / MANIFEST
     if not manifest.exists():
         return [f"{manifest} is missing: run `python -m eit.core.store --update-manifest`"]
@@ -480,6 +501,10 @@ def paper_scale_result(name: str, arrays: dict | Callable[[], dict], *, seed: in
         raise TypeError(f"name must be a str, got {type(name).__name__}")
     if not isinstance(chapter, str):
         raise TypeError(f"chapter must be a str, got {type(chapter).__name__}")
+    if not chapter.strip():
+        raise ValueError("chapter must name the chapter's path under chapters/, got ''")
+    seed = nonnegative_int("seed", seed)
+    _json_meta(meta)                 # refused at every scale, not only where it is saved
     if not (isinstance(arrays, dict) or callable(arrays)):
         raise TypeError(f"arrays must be a dict of named arrays or a callable returning one, "
                         f"got {type(arrays).__name__}")

@@ -68,7 +68,31 @@ def distance_ratio(theta: float, depth: int = 1) -> float:
     if theta == 0:
         raise ValueError("theta must be > 0 (equal inputs have no distance ratio)")
     depth = v.positive_int("depth", depth)
+    if theta < _SMALL:
+        return _small_angle_ratio(theta, depth)
     c = math.cos(theta)
     for _ in range(depth):
         c = min(1.0, 2 * relu_kernel(math.acos(max(-1.0, min(1.0, c)))))
     return (2 - 2 * c) / (2 - 2 * math.cos(theta))
+
+
+#: below this angle the cosines of the inputs and outputs agree to more digits than a float
+#: holds (``2 - 2 cos theta`` cancels): :func:`distance_ratio` follows the angle instead
+_SMALL = 1e-3
+
+
+def _small_angle_ratio(theta: float, depth: int) -> float:
+    """:func:`distance_ratio` for ``0 < theta < _SMALL``, without cancellation.
+
+    With ``s = sin(theta / 2)``, one layer maps the angle to ``2 asin(s sqrt(1 - g))``,
+    ``g = (sin theta - theta cos theta) / (2 pi s^2)`` (from ``1 - 2 k1(theta)``), and the
+    ratio of squared distances is ``(sin(theta_L / 2) / sin(theta / 2))^2``. For small
+    angles ``sin t - t cos t = (t^3 / 3)(1 - t^2 / 10 + t^4 / 280 - ...)``, so that ``g``
+    is exact to rounding at every scale (the ratio tends to 1 as theta -> 0).
+    """
+    angle = theta
+    for _ in range(depth):
+        s = math.sin(angle / 2)
+        g = angle / (6 * math.pi) * (angle / s) ** 2 * (1 - angle**2 / 10 + angle**4 / 280)
+        angle = 2 * math.asin(min(1.0, s * math.sqrt(1 - g)))
+    return (math.sin(angle / 2) / math.sin(theta / 2)) ** 2

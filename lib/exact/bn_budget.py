@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import torch
+
 from ..core import validate as v
 
 __all__ = ["threshold", "lemma_c2", "near_isometry_decrease", "lemma_d5", "lemma_d6",
@@ -38,6 +41,18 @@ def _d(d) -> int:
 
 def _phi(phi0) -> float:
     return v.positive_float("phi0", phi0)
+
+
+def _bound(value, d: int, phi0: float) -> float:
+    """``value()`` as a finite float, else an error naming the arguments that overflow it."""
+    try:
+        out = float(value())
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out):
+        raise ValueError(f"the bound overflows a float at d = {d}, phi0 = {phi0!r} (phi0 or d "
+                         "too large)")
+    return out
 
 
 def threshold(d: int) -> float:
@@ -82,7 +97,7 @@ def near_isometry_decrease(d: int) -> float:
 def lemma_d5(d: int, phi0: float) -> float:
     """Lemma D.5: ``E[S] <~ 512 d^4 phi0^2`` for ``phi0 > 1/(16d)`` (0 below the threshold)."""
     d, phi0 = _d(d), _phi(phi0)
-    return 0.0 if phi0 <= threshold(d) else 512.0 * d**4 * phi0**2
+    return 0.0 if phi0 <= threshold(d) else _bound(lambda: 512.0 * d**4 * phi0**2, d, phi0)
 
 
 def _saturation(d: int, depth) -> float:
@@ -109,7 +124,9 @@ def lemma_d3(d: int, phi0: float, depth: int) -> float:
     d, phi0 = _d(d), _phi(phi0)
     if phi0 <= threshold(d):
         return lemma_d6(d, phi0, depth)
-    return 512.0 * d**4 * phi0**2 * (1 + d * phi0) + 32.0 * d**4 * _saturation(d, depth)
+    saturation = _saturation(d, depth)
+    return _bound(lambda: 512.0 * d**4 * phi0**2 * (1 + d * phi0) + 32.0 * d**4 * saturation,
+                  d, phi0)
 
 
 def theorem1_k(d: int, phi0: float) -> float:
@@ -130,7 +147,8 @@ def theorem1_k(d: int, phi0: float) -> float:
 def theorem1_bound(phi0: float, k: float, layers):
     """Theorem 1, eq. (6): the bound ``phi0 exp(-l / k)`` on ``E phi(X_{l+1})`` at ``layers``.
 
-    ``layers`` is a number, an array or a tensor (the result has its type and shape).
+    ``layers`` (>= 0, finite) is a number, an array or a tensor: the result is a float, a
+    NumPy array or a tensor of its shape.
 
     Examples
     --------
@@ -139,7 +157,14 @@ def theorem1_bound(phi0: float, k: float, layers):
     [0.5, 0.18393972058572117]
     """
     phi0, k = _phi(phi0), v.positive_float("k", k)
-    exp = getattr(layers, "exp", None)
-    if exp is not None and callable(exp):          # a tensor
+    if isinstance(layers, (int, float)) and not isinstance(layers, bool):
+        return phi0 * math.exp(-v.nonnegative_float("layers", layers) / k)
+    v.array("layers", layers)                      # real, finite, not empty
+    if isinstance(layers, torch.Tensor):
+        if bool((layers < 0).any()):
+            raise ValueError("layers must be >= 0")
         return phi0 * (-layers / k).exp()
-    return phi0 * math.exp(-layers / k)
+    arr = np.asarray(layers, dtype=float)
+    if (arr < 0).any():
+        raise ValueError("layers must be >= 0")
+    return phi0 * np.exp(-arr / k)

@@ -34,6 +34,10 @@ __all__ = ["exponent", "failure_bound", "eps_at", "width_for", "optimal_exponent
            "optimal_bound", "exact_eps_at"]
 
 
+#: below this distortion :func:`exponent` sums the series of its two cancelling terms
+_SMALL_EPS = 1e-2
+
+
 def _py(x):
     """A NumPy scalar as the Python number the validators expect."""
     return x.item() if isinstance(x, np.generic) else x
@@ -61,10 +65,19 @@ def exponent(eps):
     3*e**2/32
     """
     if isinstance(eps, sp.Basic):
+        if not isinstance(eps, sp.Expr) or eps.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+            raise ValueError(f"eps must be a finite SymPy expression, got {eps!r}")
         return eps / 4 + sp.log(2 / (1 + sp.sqrt(1 + eps)))
     eps = v.in_interval("eps", _py(eps), 0.0, math.inf)
-    # log(2/(1 + sqrt(1+eps))) = -log1p((sqrt(1+eps) - 1)/2): no cancellation at small eps
-    return eps / 4 - math.log1p(eps / (2 * (1 + math.sqrt(1 + eps))))
+    if eps >= _SMALL_EPS:
+        # log(2/(1 + sqrt(1+eps))) = -log1p((sqrt(1+eps) - 1)/2)
+        return eps / 4 - math.log1p(eps / (2 * (1 + math.sqrt(1 + eps))))
+    # small eps: eps/4 - log1p(y), y = eps/(2(1 + s)), s = sqrt(1 + eps), cancels; split it as
+    # (eps/4 - y) + (y - log1p(y)) = eps^2/(4(1 + s)^2) + sum_{k>=2} (-1)^k y^k / k
+    s = math.sqrt(1 + eps)
+    y = eps / (2 * (1 + s))
+    tail = sum((-1) ** k * y**k / k for k in range(9, 1, -1))
+    return eps**2 / (4 * (1 + s) ** 2) + tail
 
 
 def failure_bound(m: int, eps: float, events: float = 2.0) -> float:
@@ -95,12 +108,25 @@ def eps_at(m: int, delta: float, events: float = 2.0) -> float:
     0.3026
     """
     m = v.positive_float("m", _py(m))
-    delta = v.in_interval("delta", delta, 0.0, 1.0)
+    delta = v.probability("delta", _py(delta), open_ends=True)
+    events = v.positive_float("events", _py(events))
     f = lambda x: failure_bound(m, x, events) - delta  # noqa: E731
-    hi = 1 - 1e-12
+    lo, hi = 1e-12, 1 - 1e-12
+    at = f"m = {m!r}, delta = {delta!r}, events = {events!r}"
     if f(hi) > 0:
-        raise ValueError(f"no eps < 1 gives a failure bound {delta} at width {m}")
-    return optimize.brentq(f, 1e-12, hi, xtol=1e-14)
+        raise ValueError(f"no eps < 1 brings the failure bound events * exp(-m g(eps)) down to "
+                         f"delta at {at} (m too small, or events too large)")
+    if events <= delta:
+        raise ValueError(f"the failure bound is below delta at every eps >= 0 at {at} "
+                         "(events <= delta): no eps solves it")
+    if f(lo) > 0:
+        return optimize.brentq(f, lo, hi, xtol=1e-14)
+    # a very wide layer: eps below 1e-12, where g(eps) = 3 eps^2 / 32 to rounding
+    guess = math.sqrt(32 * math.log(events / delta) / (3 * m))
+    lo, hi = guess / 2, min(guess * 2, lo)
+    if not (guess > 0 and f(lo) > 0 and f(hi) <= 0):
+        raise ValueError(f"the eps solving the failure bound underflows at {at} (m too large)")
+    return optimize.brentq(f, lo, hi, xtol=hi * 1e-15, rtol=1e-15)
 
 
 def width_for(eps: float, delta: float, events: float = 2.0) -> float:
@@ -113,11 +139,15 @@ def width_for(eps: float, delta: float, events: float = 2.0) -> float:
     >>> round(width_for(0.15, 0.05, 4 * 2000 * 10))
     7329
     """
-    delta = v.in_interval("delta", delta, 0.0, 1.0)
-    events = v.positive_float("events", events)
+    delta = v.probability("delta", _py(delta), open_ends=True)
+    events = v.positive_float("events", _py(events))
     g = exponent(eps)
     if g <= 0:
-        raise ValueError(f"eps must be > 0, got {eps}")
+        raise ValueError(f"eps must be > 0 and large enough that g(eps) = 3 eps^2/32 does not "
+                         f"underflow, got {eps!r}")
+    if events <= delta:
+        raise ValueError(f"events ({events!r}) must exceed delta ({delta!r}): below it the "
+                         "bound holds at every width")
     return math.log(events / delta) / g
 
 
@@ -172,7 +202,7 @@ def exact_eps_at(m: int, delta: float) -> float:
     True
     """
     m = v.positive_int("m", _py(m))
-    delta = v.in_interval("delta", delta, 0.0, 1.0)
+    delta = v.probability("delta", _py(delta), open_ends=True)
     hi = 1.0
     while relu_layer_tail(m, hi) > delta:
         hi *= 2

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from ..core import validate as v
+from ..core.scaling import rescaled
 from ..sample.convnets import conv_relu_lengths, mean_profile
 from ..sample.laws import Initializer
 
@@ -40,12 +41,16 @@ def normalized_mean(image: torch.Tensor, channels: Sequence[int], *, kappa: floa
     >>> normalized_mean(img, [2, 2], padding="circular").round(12).tolist()
     [1.0, 1.0, 1.0]
     """
-    image = v.tensor("image", image, ndim=3)
+    image = _scaled_image(image)
     chans = v.widths("channels", channels)
     prof = mean_profile(image, chans, kappa=kappa, kernel=kernel, padding=padding)
     widths = np.array([image.shape[0]] + chans, dtype=float)
     prof = prof.detach().cpu().numpy()
-    return prof / prof[0] * widths[0] / widths
+    out = prof / prof[0] * widths[0] / widths
+    if not np.isfinite(out).all():
+        raise ValueError(f"E[M_l] overflows a float at kappa = {kappa!r} over {len(chans)} "
+                         "layers (kappa too large)")
+    return out
 
 
 def one_layer_factors(sq: torch.Tensor, window: torch.Tensor, channels: Sequence[int],
@@ -73,7 +78,7 @@ def one_layer_factors(sq: torch.Tensor, window: torch.Tensor, channels: Sequence
     """
     kappa = v.positive_float("kappa", kappa)
     steps = _one_layer_steps(sq, window, channels)               # NaN after a dead net
-    return torch.nan_to_num(steps / kappa - 1, nan=0.0).mean(0)
+    return torch.where(torch.isnan(steps), 0.0, steps / kappa - 1).mean(0)
 
 
 def length_ratio(sq: torch.Tensor, channels: Sequence[int]) -> torch.Tensor:
@@ -101,10 +106,9 @@ def length_ratio(sq: torch.Tensor, channels: Sequence[int]) -> torch.Tensor:
     [2.0]
     """
     chans = v.widths("channels", channels)
-    sq = v.tensor("sq", sq, ndim=2)
-    if sq.shape[0] != len(chans):
-        raise ValueError(f"sq must have one row per entry of channels ({len(chans)}), got "
-                         f"{sq.shape[0]}")
+    sq = _lengths("sq", sq, chans)
+    if not bool((sq[0] > 0).all()):
+        raise ValueError("sq[0] (the squared length of the input) must be > 0")
     return sq[-1] / sq[0] * chans[0] / chans[-1]
 
 
@@ -136,8 +140,11 @@ def one_layer_second_moment(sq: torch.Tensor, window: torch.Tensor,
     """
     steps = _one_layer_steps(sq, window, channels)
     steps = steps[torch.isfinite(steps)]
-    if steps.numel() == 0:
-        raise ValueError("no layer of any network survived: rho is undefined")
+    if steps.numel() == 0 or not bool((steps > 0).any()):
+        raise ValueError("sq: no layer of any network survived (every factor is 0 or 0/0): "
+                         "rho is undefined")
+    # rho is scale-free: divide by a power of two (exact) so that F^2 cannot overflow
+    steps = torch.ldexp(steps, -torch.frexp(steps.amax()).exponent)
     return (steps.square().mean() / steps.mean() ** 2).item()
 
 
@@ -184,15 +191,17 @@ def depth_sweep(image: torch.Tensor, inits: Mapping[str, tuple[Initializer, floa
     >>> out["factor"].shape
     (1, 2, 5)
     """
-    image = v.tensor("image", image, ndim=3)
-    if not isinstance(inits, Mapping):
-        raise TypeError(f"inits must be a mapping of names to (init, kappa), got "
-                        f"{type(inits).__name__}")
+    image = _scaled_image(image)
+    laws = _inits(inits)
     depths = v.widths("depths", depths)
     n_nets = v.positive_int("n_nets", n_nets)
-    shape = (len(inits), len(depths), n_nets)
+    v.generator("gen", gen, optional=False)
+    if not callable(channels):
+        raise TypeError(f"channels must be callable (depth -> [C_1, ..., C_depth]), got "
+                        f"{type(channels).__name__}")
+    shape = (len(laws), len(depths), n_nets)
     log_len, factor = np.zeros(shape), np.zeros(shape)
-    for i, (init, kappa) in enumerate(inits.values()):
+    for i, (init, kappa) in enumerate(laws):
         for k, depth in enumerate(depths):
             chans = [image.shape[0], *channels(depth)]
             sq, win = conv_relu_lengths(image, chans[1:], init, n_nets=n_nets, gen=gen)
@@ -201,10 +210,63 @@ def depth_sweep(image: torch.Tensor, inits: Mapping[str, tuple[Initializer, floa
     return {"log_length": log_len, "factor": factor}
 
 
+def _scaled_image(image) -> torch.Tensor:
+    """``image`` checked (finite, not zero) and, when its scale would overflow or underflow
+    squared lengths, divided by a power of two (exact; every statistic here is scale-free)."""
+    image = v.tensor("image", image, ndim=3)
+    if not bool((image != 0).any()):
+        raise ValueError("image must not be zero (its length normalizes every statistic)")
+    return rescaled(image.unsqueeze(0), 1)[0][0]
+
+
+def _inits(inits) -> list[tuple[Initializer, float]]:
+    """The ``(Initializer, kappa)`` pairs of ``inits``, checked."""
+    if not isinstance(inits, Mapping):
+        raise TypeError(f"inits must be a mapping of names to (init, kappa), got "
+                        f"{type(inits).__name__}")
+    if not inits:
+        raise ValueError("inits must hold at least one law")
+    out = []
+    for name, pair in inits.items():
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError(f"inits[{name!r}] must be a pair (init, kappa), got {pair!r}")
+        init, kappa = pair
+        if not callable(init):
+            raise TypeError(f"inits[{name!r}]: the init must be callable (an Initializer), "
+                            f"got {type(init).__name__}")
+        out.append((init, v.positive_float(f"inits[{name!r}] kappa", kappa)))
+    return out
+
+
+def _lengths(name: str, value, chans: list[int]) -> torch.Tensor:
+    """Squared lengths ``(L+1, n_nets)``: finite, >= 0, one row per entry of ``chans``."""
+    value = v.tensor(name, value, ndim=2)
+    if value.shape[0] != len(chans) or len(chans) < 2:
+        raise ValueError(f"{name} must have one row per entry of channels ({len(chans)}, at "
+                         f"least 2: the input and one layer), got shape {tuple(value.shape)}")
+    if not bool((value >= 0).all()):
+        raise ValueError(f"{name} must be >= 0 (squared lengths)")
+    return value
+
+
 def _one_layer_steps(sq: torch.Tensor, window: torch.Tensor, channels: Sequence[int]
                      ) -> torch.Tensor:
-    """``F_l``, l = 1..L: ``||x_l||^2`` over its exact conditional mean at ``kappa = 1``."""
+    """``F_l``, l = 1..L: ``||x_l||^2`` over its exact conditional mean at ``kappa = 1``.
+
+    NaN where a network is dead (``0/0``); an error where the arguments contradict each
+    other (a layer alive after a dead window) or ``F`` overflows.
+    """
     chans = v.widths("channels", channels)
+    sq, window = _lengths("sq", sq, chans), _lengths("window", window, chans)
+    if sq.shape != window.shape:
+        raise ValueError(f"sq and window must have the same shape, got {tuple(sq.shape)} and "
+                         f"{tuple(window.shape)}")
+    if bool(((window[:-1] == 0) & (sq[1:] != 0)).any()):
+        raise ValueError("window is 0 before a layer whose sq is not: a dead network cannot "
+                         "come back to life (sq and window do not belong together)")
     growth = torch.tensor([c2 / c1 for c1, c2 in zip(chans[:-1], chans[1:])],
                           dtype=sq.dtype, device=sq.device)
-    return sq[1:] / (growth.unsqueeze(-1) * window[:-1])
+    steps = sq[1:] / (growth.unsqueeze(-1) * window[:-1])
+    if bool(torch.isinf(steps).any()):
+        raise ValueError("sq / window overflows a float (sq too large for window)")
+    return steps

@@ -46,11 +46,11 @@ from ..sample.engine import (
     LossGrad,
     Observer,
     _actual,
+    _gram_root,
     _normalize,
     _shift,
     _view,
     forward,
-    gram_root,
 )
 from ..sample.laws import Law, standard_normal
 from ..sample.layers import Conv, Dense, Layer, ReLU, Serial, WeightNorm, as_serial
@@ -75,9 +75,30 @@ class NoExactLaw(NotImplementedError):
 
 def log_chi2(dof: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """log of chi-squared numbers with ``dof`` degrees of freedom (0 or less gives -inf, NaN
-    gives NaN).
+    or -inf gives NaN, +inf gives +inf).
 
-    Drawn as 2 Gamma(dof / 2) by ``gen``'s own device (``torch._standard_gamma``).
+    Drawn as 2 Gamma(dof / 2) by ``gen``'s own device (``torch._standard_gamma``). Where
+    ``0 < dof < 2 SMALL_SHAPE`` the Gamma number itself would underflow (the sampler returns
+    the smallest normal float instead), so it is drawn in logarithms, ``log Gamma(a) =
+    log Gamma(a + 1) + log(U) / a`` with a uniform U (other random numbers than the direct
+    draw; only calls with such a ``dof`` take this path, which costs one host check).
+
+    Parameters
+    ----------
+    dof : torch.Tensor
+        Real; any shape.
+    gen : torch.Generator
+        The random generator.
+
+    Returns
+    -------
+    torch.Tensor
+        float64, the shape of ``dof``, on the compute device.
+
+    Raises
+    ------
+    TypeError
+        If ``dof`` is not a real tensor or ``gen`` not a generator.
 
     Examples
     --------
@@ -85,17 +106,50 @@ def log_chi2(dof: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     >>> log_chi2(torch.tensor([0.0, 3.0], dtype=torch.float64), generator(0))[0]
     tensor(-inf, dtype=torch.float64)
     """
+    _check_dof(dof, gen)
     k = dof.to(device=gen.device, dtype=DTYPE)
+    small = (k > 0) & (k < 2 * SMALL_SHAPE)
+    if not bool(small.any()):
+        return _log_chi2_here(k, gen).to(device())
+    a = torch.where(small, k / 2, 1.0)
+    log_g = torch.log(torch._standard_gamma(a + 1, generator=gen))
+    u = 1 - torch.rand(k.shape, dtype=DTYPE, device=k.device, generator=gen)    # (0, 1]
+    tiny = math.log(2.0) + log_g + torch.log(u) / a
+    return torch.where(small, tiny, _log_chi2_here(torch.where(small, 1.0, k), gen)
+                       ).to(device())
+
+
+def _check_dof(dof, gen) -> None:
+    if not isinstance(dof, torch.Tensor):
+        raise TypeError(f"dof must be a torch.Tensor, got {type(dof).__name__}")
+    if dof.is_complex() or dof.dtype == torch.bool:
+        raise TypeError(f"dof must be a real tensor, got {dof.dtype}")
+    v.generator("gen", gen, optional=False)
+
+
+#: Gamma shapes below this are drawn in logarithms by :func:`log_chi2` (the probability that
+#: a Gamma(a) number falls below the smallest normal float is about exp(-708 a))
+SMALL_SHAPE = 0.05
+
+
+def _log_chi2(dof: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """:func:`log_chi2` without checks, for the engines (one draw, no host synchronization);
+    on the compute device."""
+    return _log_chi2_here(dof.to(device=gen.device, dtype=DTYPE), gen).to(device())
+
+
+def _log_chi2_here(k: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """The draw of :func:`_log_chi2` for float64 ``k`` on ``gen``'s device, left there."""
     alive = k > 0
     g = torch._standard_gamma(torch.where(alive, k / 2, 1.0), generator=gen)
-    # a NaN count of degrees of freedom gives NaN (never a number), checked on the device
-    dead = torch.where(k <= 0, -math.inf, math.nan)
-    out = torch.where(alive, math.log(2.0) + torch.log(g), dead)
-    return out.to(device())
+    # a NaN (or -inf) count of degrees of freedom gives NaN (never a number), on the device
+    dead = torch.where((k <= 0) & (k > -math.inf), -math.inf, math.nan)
+    return torch.where(alive, math.log(2.0) + torch.log(g), dead)
 
 
 def chi2(dof: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """Chi-squared numbers with ``dof`` degrees of freedom (0 where dof <= 0, NaN where NaN).
+    """Chi-squared numbers with ``dof`` degrees of freedom (0 where dof <= 0, NaN where NaN
+    or -inf, inf where inf): ``exp`` of :func:`log_chi2`.
 
     Examples
     --------
@@ -174,7 +228,7 @@ def _root(m: torch.Tensor) -> torch.Tensor:
     """R R^T = m: :func:`~eit.sample.engine.gram_root` on the CPU (its values, bit for bit:
     the committed chapters), :func:`_psd_root` on a device (no host synchronization; the
     same factor where the Cholesky factorization succeeds, another root of a singular m)."""
-    return gram_root(m) if m.device.type == "cpu" else _psd_root(m)
+    return _gram_root(m) if m.device.type == "cpu" else _psd_root(m)
 
 
 class _Conditional:
@@ -227,11 +281,11 @@ class _Conditional:
         n_nets = h.shape[0]
         z = standard_normal(n_nets, 1, width, gen=ctx.gen)
         if isotropic:       # each row: the first coordinate t of a uniform unit vector
-            rest = log_chi2(torch.full((n_nets, 1, width), fan_in - 1.0, device=z.device),
+            rest = _log_chi2(torch.full((n_nets, 1, width), fan_in - 1.0, device=z.device),
                             ctx.gen).exp()
             t = z / torch.sqrt(z.square() + rest)
         else:               # W_hat u: the first `width` coordinates of a uniform unit vector
-            rest = log_chi2(torch.full((n_nets, 1, 1), float(fan_in - width), device=z.device),
+            rest = _log_chi2(torch.full((n_nets, 1, 1), float(fan_in - width), device=z.device),
                             ctx.gen).exp()
             t = z / torch.sqrt(z.square().sum(-1, keepdim=True) + rest)
         t, log_t = _normalize(t, "WeightNorm")
@@ -312,7 +366,7 @@ def _norm_chain(dense: list[Dense], x: torch.Tensor, *, n_nets: int, gen: torch.
         if layer.bias is not None:
             pre = torch.logaddexp(pre, torch.full_like(pre, math.log(layer.bias.variance)))
         k = torch.where(torch.isneginf(pre), 0.0, _binomial(n, shape, gen, cache))
-        log_r = pre + log_chi2(k, gen)
+        log_r = pre + _log_chi2(k, gen)
         log_r_all.append(log_r)
         actives.append(k)
         log_s2.append(math.log(s2))
@@ -340,29 +394,29 @@ def _norm_chain_backward(log_r_all, actives, log_s2, fans, shape, gen, backward,
     if backward == "random_preactivation":
         # a^L = W^L h^{L-1}: active part r_L, inactive part s2 r_{L-1} chi2_{n_L - K_L}
         log_a2 = torch.logaddexp(log_r_all[-1], log_r_all[-2] + log_s2[-1]
-                                 + log_chi2(n_top - k_top, gen))
+                                 + _log_chi2(n_top - k_top, gen))
         log_c2 = log_a2 + z2                                 # c = a . delta = ||a|| z
-        log_q = torch.logaddexp(z2, log_chi2(torch.full(shape, n_top - 1.0, device=z2.device),
+        log_q = torch.logaddexp(z2, _log_chi2(torch.full(shape, n_top - 1.0, device=z2.device),
                                              gen))
         log_top = log_q
     else:                                                    # dL/dh^L ~ N(0, I)
         log_c2 = log_r_all[-1] + z2                          # c = h^L . delta
-        log_q = torch.where(k_top > 0, torch.logaddexp(z2, log_chi2(k_top - 1, gen)), ninf)
-        log_top = _log_add(log_q, log_chi2(n_top - k_top, gen))
+        log_q = torch.where(k_top > 0, torch.logaddexp(z2, _log_chi2(k_top - 1, gen)), ninf)
+        log_top = _log_add(log_q, _log_chi2(n_top - k_top, gen))
     log_q_all, log_grad = [log_q], [log_top]
     for l in range(depth - 1, -1, -1):       # from q_{l+1} (layer l+1) to row l
         k = actives[l - 1] if l > 0 else None
         base = log_s2[l] + log_q
         signal = torch.where(torch.isneginf(log_r_all[l]), ninf, log_c2 - log_r_all[l])
         if l > 0:
-            act = log_chi2(k - 1, gen)
-            inact = log_chi2(fans[l] - k, gen)
+            act = _log_chi2(k - 1, gen)
+            inact = _log_chi2(fans[l] - k, gen)
             log_q = torch.where(k > 0, _log_add(signal, base + act), ninf)
             log_q_all.append(log_q)
             log_grad.append(_log_add(signal, base + act, base + inact))
         else:                                # P_perp(x) has rank n_0 - 1 (n_0 if x = 0)
             dof = torch.where(torch.isneginf(log_r_all[0]), fans[0], fans[0] - 1.0)
-            log_grad.append(_log_add(signal, base + log_chi2(dof, gen)))
+            log_grad.append(_log_add(signal, base + _log_chi2(dof, gen)))
     log_delta = 0.5 * torch.stack(log_q_all[::-1])
     stats = {"log_delta": log_delta, "log_grad_w": log_delta + log_h[:-1]}
     return Trace(log_h, 0.5 * torch.stack(log_grad[::-1]), stats, widths=widths,
@@ -388,6 +442,26 @@ def _check(net: Serial) -> None:
                     stack.append(child)
                 elif isinstance(child, tuple):
                     stack.extend(child)
+
+
+def _check_options(backward, observe, record) -> None:
+    """The optional arguments of :func:`trace`: their types, each error naming its argument."""
+    if isinstance(backward, str):
+        v.choice("backward", backward, BACKWARDS)
+    elif not (backward is None or isinstance(backward, torch.Tensor) or callable(backward)):
+        raise TypeError(f"backward must be None, one of {BACKWARDS}, a loss gradient (callable) "
+                        f"or a tensor, got {type(backward).__name__}")
+    if observe is not None:
+        if not isinstance(observe, Mapping):
+            raise TypeError(f"observe must be a mapping of names to observers, got "
+                            f"{type(observe).__name__}")
+        for name, fn in observe.items():
+            if not isinstance(name, str) or not callable(fn):
+                raise TypeError(f"observe must map names (str) to callables, got {name!r}: "
+                                f"{type(fn).__name__}")
+    if isinstance(record, (str, bytes)) or not isinstance(record, Collection) or not all(
+            isinstance(r, str) for r in record):
+        raise TypeError(f"record must be a collection of names (str), got {record!r}")
 
 
 def trace(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
@@ -446,12 +520,12 @@ def trace(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
     ('norm', (100, 5, 1))
     """
     net = as_serial(net)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    method = v.choice("method", method, METHODS)
     n_nets = v.positive_int("n_nets", n_nets)
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"gen must be a torch.Generator (eit.core.seeds.generator), got "
                         f"{type(gen).__name__}")
+    _check_options(backward, observe, record)
     nd = net.in_ndim or 1
     xs = v.tensor("x", x, ndim=(nd + 1, nd + 2))
     _check(net)

@@ -15,6 +15,17 @@ from .weingarten import haar_moment
 __all__ = ["haar_matrix_symbols", "haar_expectation"]
 
 
+def _expression(name: str, value) -> sp.Expr:
+    """A finite SymPy expression (or a real Python number), else an error naming it."""
+    if isinstance(value, bool) or not isinstance(value, (sp.Expr, int, float)):
+        raise TypeError(f"{name} must be a SymPy expression or a number, got "
+                        f"{type(value).__name__}")
+    value = sp.sympify(value)
+    if value.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
 def haar_matrix_symbols(d: int, name: str = "w") -> sp.Matrix:
     """A ``d x d`` matrix of distinct real symbols ``w_{ik}`` standing for a Haar matrix.
 
@@ -58,11 +69,17 @@ def haar_expectation(expr, w: sp.Matrix) -> sp.Expr:
     """
     if not isinstance(w, sp.MatrixBase) or w.rows != w.cols:
         raise TypeError("w must be a square sympy Matrix of symbols")
+    if w.rows == 0:
+        raise ValueError("w must be at least 1 x 1, got an empty matrix")
     entries = list(w)
     if len(set(entries)) != len(entries) or not all(isinstance(e, sp.Symbol) for e in entries):
         raise ValueError("w must hold distinct symbols")
     d = w.rows
-    poly = sp.Poly(sp.expand(sp.sympify(expr)), *entries)
+    expr = _expression("expr", expr)
+    try:
+        poly = sp.Poly(sp.expand(expr), *entries)
+    except sp.PolynomialError as e:
+        raise ValueError(f"expr must be a polynomial in the entries of w: {e}") from None
     total = sp.Integer(0)
     for powers, coeff in poly.terms():
         rows, cols = [], []

@@ -16,10 +16,23 @@ import sympy as sp
 __all__ = ["arithmetic_mean", "geometric_mean", "isometry_gap_of", "bn_matrix"]
 
 
-def _values(name: str, xs) -> list:
+def _values(name: str, xs, *, positive: bool = False) -> list:
+    """A non-empty sequence of finite SymPy expressions (or real numbers); ``positive``:
+    none of them known to be <= 0."""
     if isinstance(xs, (str, bytes)) or not isinstance(xs, Sequence) or len(xs) == 0:
         raise ValueError(f"{name} must be a non-empty sequence of expressions, got {xs!r}")
-    return [sp.sympify(x) for x in xs]
+    out = []
+    for i, x in enumerate(xs):
+        if isinstance(x, bool) or not isinstance(x, (sp.Expr, int, float)):
+            raise TypeError(f"{name}[{i}] must be a SymPy expression or a number, got "
+                            f"{type(x).__name__}")
+        x = sp.sympify(x)
+        if x.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+            raise ValueError(f"{name}[{i}] must be finite, got {x}")
+        if positive and x.is_extended_nonpositive:
+            raise ValueError(f"{name}[{i}] must be > 0, got {x}")
+        out.append(x)
+    return out
 
 
 def arithmetic_mean(xs: Sequence) -> sp.Expr:
@@ -40,7 +53,7 @@ def arithmetic_mean(xs: Sequence) -> sp.Expr:
 
 
 def geometric_mean(xs: Sequence) -> sp.Expr:
-    """``(x_1 ... x_n)^(1/n)``.
+    """``(x_1 ... x_n)^(1/n)`` (no entry known to be <= 0).
 
     References
     ----------
@@ -52,7 +65,7 @@ def geometric_mean(xs: Sequence) -> sp.Expr:
     >>> geometric_mean([a, b])
     sqrt(a)*sqrt(b)
     """
-    xs = _values("xs", xs)
+    xs = _values("xs", xs, positive=True)
     return sp.prod(xs) ** sp.Rational(1, len(xs))
 
 
@@ -70,7 +83,7 @@ def isometry_gap_of(eigenvalues: Sequence) -> sp.Expr:
     >>> isometry_gap_of([sp.Rational(1, 2), sp.Rational(3, 2)])
     -log(3/2)/2 + log(2)/2
     """
-    eigs = _values("eigenvalues", eigenvalues)
+    eigs = _values("eigenvalues", eigenvalues, positive=True)
     return sp.log(arithmetic_mean(eigs)) - sum(sp.log(e) for e in eigs) / len(eigs)
 
 
@@ -93,5 +106,12 @@ def bn_matrix(m: sp.Matrix) -> tuple[sp.Matrix, list[sp.Expr]]:
     """
     if not isinstance(m, sp.MatrixBase):
         raise TypeError(f"m must be a sympy Matrix, got {type(m).__name__}")
+    if m.rows == 0 or m.cols == 0:
+        raise ValueError(f"m must have at least one row and one column, got shape {m.shape}")
+    if any(x.has(sp.nan, sp.zoo, sp.oo, -sp.oo) for x in m):
+        raise ValueError("m must have finite entries (no nan, zoo or oo)")
     norms = [sp.sqrt(sum(m[j, k] ** 2 for k in range(m.cols))) for j in range(m.rows)]
+    for j, r in enumerate(norms):
+        if r.is_zero:
+            raise ValueError(f"m has a zero row ({j}): BN divides by its norm")
     return sp.diag(*[1 / r for r in norms]) * m, norms

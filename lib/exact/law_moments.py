@@ -13,6 +13,8 @@ from functools import lru_cache
 
 import sympy as sp
 
+from .symbolic import _expr
+
 __all__ = ["x", "mass", "moment", "variance", "kurtosis", "normal_density",
            "truncated_normal"]
 
@@ -20,9 +22,18 @@ x = sp.Symbol("x", real=True)
 
 
 def _support(support) -> tuple:
+    """``(lo, hi)`` as SymPy numbers: finite or infinite ends, ``lo < hi`` where decidable."""
     if not (isinstance(support, tuple) and len(support) == 2):
         raise ValueError(f"support must be a pair (lo, hi), got {support!r}")
-    return support
+    lo, hi = (sp.sympify(_expr(f"support[{i}]", end, infinite=True))
+              for i, end in enumerate(support))
+    if sp.Le(hi, lo) == sp.true:   # decidable for numbers and infinities, kept for symbols
+        raise ValueError(f"support must be an interval lo < hi, got {support!r}")
+    return lo, hi
+
+
+def _density(density):
+    return sp.sympify(_expr("density", density, lo=0))
 
 
 @lru_cache(maxsize=256)
@@ -33,7 +44,7 @@ def _integral(expr: sp.Expr, lo, hi) -> sp.Expr:
 def mass(density: sp.Expr, support=(-sp.oo, sp.oo)) -> sp.Expr:
     """The integral of ``density`` over ``support`` (1 for a normalized density)."""
     lo, hi = _support(support)
-    return _integral(sp.sympify(density), sp.sympify(lo), sp.sympify(hi))
+    return _integral(_density(density), lo, hi)
 
 
 def moment(density: sp.Expr, k: int, support=(-sp.oo, sp.oo)) -> sp.Expr:
@@ -44,10 +55,13 @@ def moment(density: sp.Expr, k: int, support=(-sp.oo, sp.oo)) -> sp.Expr:
     >>> moment(sp.Integer(1), 2, (-1, 1))        # uniform on [-1, 1], unnormalized
     1/3
     """
-    if not isinstance(k, int) or k < 0:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise ValueError(f"k must be an int >= 0, got {k!r}")
-    lo, hi = map(sp.sympify, _support(support))
-    return sp.simplify(_integral(x**k * sp.sympify(density), lo, hi) / mass(density, support))
+    lo, hi = _support(support)
+    total = mass(density, support)
+    if total == 0:
+        raise ValueError("density must have a positive mass on support, got 0")
+    return sp.simplify(_integral(x**k * _density(density), lo, hi) / total)
 
 
 def variance(density: sp.Expr, support=(-sp.oo, sp.oo)) -> sp.Expr:
@@ -70,11 +84,13 @@ def kurtosis(density: sp.Expr, support=(-sp.oo, sp.oo)) -> sp.Expr:
 
 def normal_density(std=1) -> sp.Expr:
     """The density of ``N(0, std^2)``."""
+    std = _expr("std", std, lo=0, strict=True)
     return sp.exp(-(x / std) ** 2 / 2) / (sp.sqrt(2 * sp.pi) * std)
 
 
 def truncated_normal(std=1, k=2) -> tuple[sp.Expr, tuple]:
     """``(density, support)`` of ``N(0, std^2)`` conditioned on ``|X| <= k std``."""
+    k = _expr("k", k, lo=0, strict=True)
     return normal_density(std), (-k * std, k * std)
 
 
@@ -86,6 +102,7 @@ def normal(variance=1) -> tuple[sp.Expr, tuple]:
     >>> variance(*normal(sp.Rational(2, 3)))
     2/3
     """
+    variance = _expr("variance", variance, lo=0, strict=True)
     return normal_density(sp.sqrt(sp.sympify(variance))), (-sp.oo, sp.oo)
 
 
@@ -100,6 +117,7 @@ def uniform(variance=1) -> tuple[sp.Expr, tuple]:
     >>> kurtosis(*uniform())
     9/5
     """
+    variance = _expr("variance", variance, lo=0, strict=True)
     half_width = sp.sqrt(3 * sp.sympify(variance))
     return sp.Integer(1), (-half_width, half_width)
 

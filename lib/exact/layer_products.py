@@ -8,9 +8,12 @@ products are taken exactly (SymPy or :class:`fractions.Fraction` factors stay ex
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import reduce
 from operator import mul
+
+from .symbolic import _expr
 
 __all__ = ["cumulative_law"]
 
@@ -35,9 +38,11 @@ def cumulative_law(factors: Sequence, *, backward: bool = False) -> list:
     Raises
     ------
     ValueError
-        If ``factors`` is empty.
+        If ``factors`` is empty, a factor is negative, NaN or infinite, or a product of
+        floats overflows.
     TypeError
-        If ``factors`` is not a sequence.
+        If ``factors`` is not a sequence of numbers or SymPy expressions, or ``backward``
+        is not a bool.
 
     References
     ----------
@@ -56,7 +61,14 @@ def cumulative_law(factors: Sequence, *, backward: bool = False) -> list:
         raise TypeError(f"factors must be a sequence, got {type(factors).__name__}")
     if len(factors) == 0:
         raise ValueError("factors must not be empty")
-    f = list(factors)
+    if not isinstance(backward, bool):
+        raise TypeError(f"backward must be a bool, got {type(backward).__name__}")
+    f = [_expr(f"factors[{i}]", x, lo=0) for i, x in enumerate(factors)]
     if backward:
-        return [reduce(mul, f[i:]) for i in range(len(f))]
-    return [reduce(mul, f[: i + 1]) for i in range(len(f))]
+        out = [reduce(mul, f[i:]) for i in range(len(f))]
+    else:
+        out = [reduce(mul, f[: i + 1]) for i in range(len(f))]
+    if any(isinstance(p, float) and not math.isfinite(p) for p in out):
+        raise ValueError("factors: a running product overflows float64; give exact factors "
+                         "(Fraction, SymPy) or fewer layers")
+    return out

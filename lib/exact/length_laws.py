@@ -15,6 +15,7 @@ Hanin & Rolnick (2018), Theorem 5 (eq. 5), Corollary 2 and its proof (appendix B
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -22,6 +23,7 @@ import mpmath
 
 from ..core import validate as v
 from ..models.width_profiles import reciprocal_sum
+from .symbolic import _expr
 
 __all__ = ["gaussian_second_moments", "martingale_empirical_variance", "to_mpf",
            "exponential_in_reciprocals", "gaussian_second_moment_bounds"]
@@ -80,9 +82,13 @@ def martingale_empirical_variance(second: Sequence) -> Fraction:
     """
     if isinstance(second, (str, bytes)) or not isinstance(second, Sequence) or len(second) < 2:
         raise ValueError(f"second must hold E[M_0^2] and at least one layer, got {second!r}")
+    second = [_expr(f"second[{j}]", m, lo=0) for j, m in enumerate(second)]
     d = len(second) - 1
     total = sum(((2 * j - d - 1) * second[j] for j in range(1, d + 1)), Fraction(0))
-    return total * Fraction(1, d * d)
+    out = total * Fraction(1, d * d)
+    if isinstance(out, float) and not math.isfinite(out):
+        raise ValueError("second: the weighted sum overflows float64; give exact values")
+    return out
 
 
 def _rational(q, name: str = "m0") -> Fraction:
@@ -160,7 +166,10 @@ def gaussian_second_moment_bounds(widths: Sequence[int], m0, *, lower_rate=Fract
     widths = v.widths("widths", widths)
     if len(widths) < 2:
         raise ValueError(f"widths must hold n_0 and at least one layer, got {widths!r}")
+    _rational(lower_rate, "lower_rate"), _rational(upper_rate, "upper_rate")
     m0 = _rational(m0)
+    if m0 < 0:
+        raise ValueError(f"m0 must be >= 0 (a mean square), got {m0}")
     exact = to_mpf(m0 * m0 * gaussian_second_moments(widths[1:])[-1], dps)
     lower = exponential_in_reciprocals(widths[1:], rate=lower_rate, factor=m0 * m0, dps=dps)
     upper = exponential_in_reciprocals(widths[1:], rate=upper_rate, factor=m0 * m0, dps=dps)
@@ -192,8 +201,12 @@ def increment_second_moment(moments, j: int, k: int, *, kappa=1, nu2=0):
     """
     from .moments import cross_moment
 
-    return (moments.second[k] + moments.second[j]
-            - 2 * cross_moment(moments, j, k, kappa=kappa, nu2=nu2))
+    cross = cross_moment(moments, j, k, kappa=kappa, nu2=nu2)   # checks every argument
+    out = moments.second[k] + moments.second[j] - 2 * cross
+    if isinstance(out, float) and not math.isfinite(out):
+        raise ValueError("moments, kappa, nu2: E[(M_k - M_j)^2] overflows float64; give exact "
+                         "values (int, Fraction, SymPy)")
+    return out
 
 
 __all__ += ["increment_second_moment"]

@@ -22,10 +22,12 @@ chapter can feed them symbols and compare with its own SymPy derivation.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+import sympy as sp
 import torch
 
 from ..core import validate as v
@@ -35,16 +37,24 @@ from ..sample.laws import BiasLaw, Initializer, Law, gaussian_bias, gaussian_var
 from ..sample.layers import Dense, Layer, ReLU, Residual, Serial, as_serial, mlp, relu_block, serial
 from .engine import NoExactLaw
 from .engine import trace as exact_trace
+from .symbolic import _expr
 
 #: The standard deviation of N(0, 1) truncated to [-2, 2]; Keras and JAX divide by it.
 KERAS_TRUNCATION_STD = 0.87962566103423978
 
 
-def _exact(value):
-    """Ints become Fractions so that exact inputs give exact results (floats, SymPy pass)."""
-    if isinstance(value, bool):
-        raise TypeError(f"expected a number, got {value!r}")
-    return Fraction(value) if isinstance(value, int) else value
+#: The lower bound of each parameter of the moment recursion: every one is a moment (>= 0),
+#: the kurtosis mu_4 / mu_2^2 is >= 1 (Jensen).
+_LOWER = {"m0": 0, "q0": 0, "kappa": 0, "mu4_tilde": 1, "nu2": 0, "nu4": 0}
+
+
+def _exact(name: str, value):
+    """A finite number (or SymPy expression) checked by name; ints become Fractions so that
+    exact inputs give exact results (floats and SymPy pass)."""
+    value = _expr(name, value, lo=_LOWER.get(name.partition("[")[0]))
+    if isinstance(value, numbers.Integral) and not isinstance(value, sp.Basic):
+        return Fraction(int(value))
+    return value
 
 
 def _seq(name: str, value, length: int) -> list:
@@ -54,8 +64,15 @@ def _seq(name: str, value, length: int) -> list:
     if isinstance(value, Sequence):
         if len(value) != length:
             raise ValueError(f"{name} must have one entry per layer ({length}), got {len(value)}")
-        return [_exact(x) for x in value]
-    return [_exact(value)] * length
+        return [_exact(f"{name}[{i}]", x) for i, x in enumerate(value)]
+    return [_exact(name, value)] * length
+
+
+def _finite(values, names: str) -> None:
+    """Refuse float results that overflowed (exact and SymPy values cannot)."""
+    if any(isinstance(x, float) and not math.isfinite(x) for x in values):
+        raise ValueError(f"{names}: the moments overflow float64; give exact values (int, "
+                         "Fraction, SymPy) or smaller ones")
 
 
 @dataclass(frozen=True)
@@ -102,7 +119,18 @@ def moment_recursion(widths: Sequence[int], m0, q0, *, kappa=1, mu4_tilde=3, nu2
     d = len(n) - 1
     kap, k4 = _seq("kappa", kappa, d), _seq("mu4_tilde", mu4_tilde, d)
     b2, b4 = _seq("nu2", nu2, d), _seq("nu4", nu4, d)
-    m0, q0 = _exact(m0), _exact(q0)
+    m0, q0 = _exact("m0", m0), _exact("q0", q0)
+    try:
+        mean, second, quart = _recursion(n, m0, q0, kap, k4, b2, b4)
+    except OverflowError:   # Python's float ** overflows with an error, not with inf
+        mean, second, quart = [math.inf], [], []
+    _finite(mean + second + quart, "m0, q0, kappa, mu4_tilde, nu2, nu4")
+    return Moments(mean, second, quart)
+
+
+def _recursion(n: list[int], m0, q0, kap: list, k4: list, b2: list, b4: list) -> tuple:
+    """(E M_j, E M_j^2, E Q_j), j = 0..d, for checked parameters (moment_recursion)."""
+    d = len(n) - 1
     mean, second, quart = [m0], [m0 * m0], [q0]
     for j in range(1, d + 1):
         nin, nout, k = n[j - 1], n[j], kap[j - 1]
@@ -114,7 +142,7 @@ def moment_recursion(widths: Sequence[int], m0, q0, *, kappa=1, mu4_tilde=3, nu2
         mean.append(e_act2)
         second.append(e_act4 / nout + e_act2_sq * (nout - 1) / nout)
         quart.append(nout * e_act4)
-    return Moments(mean, second, quart)
+    return mean, second, quart
 
 
 def cross_moment(moments: Moments, j: int, k: int, *, kappa=1, nu2=0):
@@ -129,14 +157,22 @@ def cross_moment(moments: Moments, j: int, k: int, *, kappa=1, nu2=0):
     >>> cross_moment(mom, 1, 2) == mom.second[1]
     True
     """
+    if not isinstance(moments, Moments):
+        raise TypeError(f"moments must be a Moments (moment_recursion), got "
+                        f"{type(moments).__name__}")
     d = len(moments.mean) - 1
-    if not (isinstance(j, int) and isinstance(k, int) and 0 <= j <= k <= d):
+    for name, i in (("j", j), ("k", k)):
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise TypeError(f"{name} must be an int (a layer), got {type(i).__name__}")
+    if not 0 <= j <= k <= d:
         raise ValueError(f"j and k must satisfy 0 <= j <= k <= {d}, got j={j!r}, k={k!r}")
     kap, b2 = _seq("kappa", kappa, d), _seq("nu2", nu2, d)
     gain, shift = Fraction(1), Fraction(0)
     for i in range(j + 1, k + 1):  # E[M_i | F_{i-1}] = kappa_i M_{i-1} + nu2_i / 2
         gain, shift = kap[i - 1] * gain, kap[i - 1] * shift + b2[i - 1] / 2
-    return gain * moments.second[j] + shift * moments.mean[j]
+    out = gain * moments.second[j] + shift * moments.mean[j]
+    _finite([out], "moments, kappa, nu2")
+    return out
 
 
 def expected_empirical_variance(widths: Sequence[int], m0, q0, *, kappa=1, mu4_tilde=3,
@@ -162,7 +198,9 @@ def expected_empirical_variance(widths: Sequence[int], m0, q0, *, kappa=1, mu4_t
             gain, shift = kap[i - 1] * gain, kap[i - 1] * shift + b2[i - 1] / 2
             gains, shifts = gains + gain, shifts + shift
         pairs = pairs + mom.second[j] * (1 + 2 * gains) + 2 * shifts * mom.mean[j]
-    return first - pairs * Fraction(1, d * d)
+    out = first - pairs * Fraction(1, d * d)
+    _finite([out], "m0, q0, kappa, mu4_tilde, nu2, nu4")
+    return out
 
 
 def empirical_variance(m: torch.Tensor) -> torch.Tensor:
@@ -174,8 +212,15 @@ def empirical_variance(m: torch.Tensor) -> torch.Tensor:
     tensor([1.], dtype=torch.float64)
     """
     m = v.tensor("m", m, ndim=tuple(range(2, 6)))
+    if m.shape[0] < 2:
+        raise ValueError(f"m must hold the input and at least one layer (d+1 >= 2 rows), got "
+                         f"shape {tuple(m.shape)}")
     layers = m[1:]
-    return layers.square().mean(0) - layers.mean(0).square()
+    out = layers.square().mean(0) - layers.mean(0).square()
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError("m is too large: its squares overflow the floating-point range "
+                         "(rescale it)")
+    return out
 
 
 # --- samplers --------------------------------------------------------------------------------
@@ -221,7 +266,14 @@ def relu_mlp_lengths(x: torch.Tensor, widths: Sequence[int], init: Initializer, 
         raise TypeError(f"bias must be None or a gaussian_bias(variance), got "
                         f"{type(bias).__name__}")
     x = v.tensor("x", x, ndim=2)
-    return sample_trace(mlp(widths, init, bias=bias), x, n_nets=n_nets, gen=gen).mean_square
+    try:
+        out = sample_trace(mlp(widths, init, bias=bias), x, n_nets=n_nets, gen=gen).mean_square
+    except FloatingPointError as e:   # the engine's overflow check, for finite inputs
+        raise ValueError(f"x, init, bias: {e}") from None
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError("x, init, bias: the squared lengths overflow the floating-point range "
+                         "(rescale x)")
+    return out
 
 
 def _he_chain(widths: list[int], kappa: float, biases: list) -> Serial:
@@ -288,6 +340,8 @@ def gaussian_bias_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
     d = len(widths)
+    if keep is not None and (isinstance(keep, (str, bytes)) or not isinstance(keep, Sequence)):
+        raise TypeError(f"keep must be None or a sequence of depths, got {type(keep).__name__}")
     rows = list(range(d + 1)) if keep is None else list(keep)
     if not rows or any(not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= d
                        for k in rows):
@@ -296,10 +350,14 @@ def gaussian_bias_length_chain(widths: Sequence[int], *, n_nets: int, gen: torch
     x = torch.full((1, 1), math.sqrt(m0), dtype=DTYPE, device=device())
     net = _he_chain(widths, kappa, biases)
     group = max(1, CHAIN_CHUNK_BYTES // (8 * (d + 1)))
-    return torch.cat([
+    out = torch.cat([
         exact_trace(net, x, n_nets=min(group, n_nets - start), gen=gen,
                     method="norm").mean_square[rows, :, 0]
         for start in range(0, n_nets, group)], dim=1)
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError("kappa, m0, nu2: the lengths overflow float64 (M_j = inf); use "
+                         "smaller ones or fewer layers")
+    return out
 
 
 def relu_residual_chain(x: torch.Tensor, etas: Sequence[float], *, n_nets: int,
@@ -453,14 +511,16 @@ def expect_independent(expr, moments: dict):
     >>> expect_independent(z**2 + 3, {z: lambda k: 1 if k == 2 else 0})
     4
     """
-    import sympy as sp
-
     if not isinstance(moments, dict) or not moments:
         raise ValueError("moments must be a non-empty dict {symbol: k -> E[X^k]}")
     vars_ = list(moments)
     for var in vars_:
         if not isinstance(var, sp.Symbol):
             raise TypeError(f"moments keys must be SymPy symbols, got {var!r}")
+        if not callable(moments[var]):
+            raise TypeError(f"moments[{var}] must be a function k -> E[X^k], got "
+                            f"{type(moments[var]).__name__}")
+    expr = _expr("expr", expr)
     poly = sp.Poly(sp.expand(sp.sympify(expr)), *vars_)
     total = sp.Integer(0)
     for powers, coeff in poly.terms():

@@ -24,9 +24,20 @@ from scipy import optimize
 from scipy import stats as st
 
 from ..core import validate as v
+from .symbolic import _expr
 
 __all__ = ["binomial_moments", "chi2_moments", "layer_ratio_moments", "gradient_ratio",
            "variances", "normal_failure", "width_at_failure"]
+
+
+def _fan(name: str, value):
+    """A fan (a width): a positive int or a SymPy expression (positive where SymPy can tell)."""
+    if isinstance(value, sp.Basic):
+        return _expr(name, value, lo=0, strict=True)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a positive int or a SymPy expression, got "
+                        f"{type(value).__name__}")
+    return v.positive_int(name, value)
 
 
 def binomial_moments(n) -> tuple[sp.Expr, sp.Expr]:
@@ -37,6 +48,7 @@ def binomial_moments(n) -> tuple[sp.Expr, sp.Expr]:
     >>> binomial_moments(sp.Symbol("n", positive=True))
     (n/2, n**2/4 + n/4)
     """
+    n = _expr("n", n, lo=0)
     t = sp.Symbol("t")
     mgf = ((1 + sp.exp(t)) / 2) ** n
     return tuple(sp.expand(sp.simplify(sp.diff(mgf, t, k).subs(t, 0))) for k in (1, 2))
@@ -50,6 +62,7 @@ def chi2_moments(k) -> tuple[sp.Expr, sp.Expr]:
     >>> chi2_moments(sp.Symbol("k", positive=True))
     (k, k**2 + 2*k)
     """
+    k = _expr("k", k, lo=0)
     t = sp.Symbol("t")
     mgf = (1 - 2 * t) ** (-k / 2)
     return tuple(sp.expand(sp.simplify(sp.diff(mgf, t, j).subs(t, 0))) for j in (1, 2))
@@ -67,8 +80,9 @@ def layer_ratio_moments(n, variance=None) -> tuple[sp.Expr, sp.Expr]:
     >>> layer_ratio_moments(n)
     (1, 1 + 5/n)
     """
+    n = _expr("n", n, lo=0, strict=True)
+    s2 = 2 / n if variance is None else _expr("variance", variance, lo=0)
     k = sp.Symbol("K", positive=True)
-    s2 = 2 / n if variance is None else variance
     ek, ek2 = binomial_moments(n)
     c1, c2 = (sp.Poly(c, k) for c in chi2_moments(k))    # E[X | K]: polynomials in K
     moments = {0: 1, 1: ek, 2: ek2}
@@ -86,7 +100,8 @@ def variances(scheme: str, fan_0, width, depth: int) -> list:
     [1/300, 1/100]
     """
     depth = v.positive_int("depth", depth)
-    fans = [fan_0] + [width] * depth
+    scheme = v.choice("scheme", scheme, ("He", "Glorot"))
+    fans = [_fan("fan_0", fan_0)] + [_fan("width", width)] * depth
     if scheme == "He":
         rule = lambda fi, fo: sp.Integer(2) / fo  # noqa: E731
     elif scheme == "Glorot":
@@ -110,7 +125,20 @@ def gradient_ratio(var: Sequence, fans: Sequence, layer: int, exact: bool = True
     >>> gradient_ratio([2 / n] * 3, [n] * 4, 2)
     1
     """
+    if isinstance(var, (str, bytes)) or not isinstance(var, Sequence):
+        raise TypeError(f"var must be a sequence of variances, got {type(var).__name__}")
+    if len(var) == 0:
+        raise ValueError("var must hold one variance per layer, got none")
     depth = len(var)
+    var = [_expr(f"var[{i}]", s, lo=0) for i, s in enumerate(var)]
+    if isinstance(fans, (str, bytes)) or not isinstance(fans, Sequence) or len(fans) != depth + 1:
+        raise TypeError(f"fans must be a sequence of {depth + 1} fans (n_0, ..., n_L), got "
+                        f"{fans!r}")
+    fans = [_fan(f"fans[{i}]", f) for i, f in enumerate(fans)]
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= depth:
+        raise ValueError(f"layer must be an int in 1..{depth}, got {layer!r}")
+    if not isinstance(exact, bool):
+        raise TypeError(f"exact must be a bool, got {type(exact).__name__}")
     s2 = lambda j: var[j - 1]                       # noqa: E731  (1-based layers)
     f = lambda j: s2(j) * fans[j] / 2               # noqa: E731  forward: E r_j / r_{j-1}
     forward = sp.prod([f(j) for j in range(1, layer)])
@@ -133,9 +161,9 @@ def normal_failure(width: float, depth: int, eps: float) -> float:
     >>> round(normal_failure(4060, 10, 0.15), 3)
     0.174
     """
-    width = v.positive_float("width", float(width))
+    width = v.positive_float("width", width)
     depth = v.positive_int("depth", depth)
-    eps = v.in_interval("eps", float(eps), 0.0, 1.0)
+    eps = v.in_interval("eps", eps, 0.0, 1.0)
     mu, sd = -2.5 * depth / width, math.sqrt(5 * depth / width)
     above = st.norm.sf((math.log1p(eps) - mu) / sd)
     below = st.norm.cdf((math.log1p(-eps) - mu) / sd)
@@ -152,7 +180,16 @@ def width_at_failure(depth: int, eps: float, target: float, inputs: int = 1) -> 
     >>> round(width_at_failure(10, 0.15, 0.05))
     8510
     """
-    target = v.in_interval("target", float(target), 0.0, 1.0)
+    depth = v.positive_int("depth", depth)
+    eps = v.in_interval("eps", eps, 0.0, 1.0)
+    target = v.in_interval("target", target, 0.0, 1.0)
     inputs = v.positive_int("inputs", inputs)
-    return optimize.brentq(lambda w: inputs * normal_failure(w, depth, eps) - target, 10, 1e10,
-                           xtol=1e-6)
+    lo, hi = 10.0, 1e10
+
+    def excess(w: float) -> float:
+        return inputs * normal_failure(w, depth, eps) - target
+
+    if not excess(lo) > 0 > excess(hi):
+        raise ValueError(f"target={target} (with depth={depth}, eps={eps}, inputs={inputs}) "
+                         f"is not reached between widths {lo:g} and {hi:g}")
+    return optimize.brentq(excess, lo, hi, xtol=1e-6)

@@ -62,11 +62,13 @@ def ratio_profiles(scheme: str, n0: int, widths: Sequence[int], depth: int, *, d
     >>> sorted(p), p["h_mean"].shape
     (['g_mean', 'g_sd', 'h_mean', 'h_sd'], (2, 3))
     """
+    scheme = v.choice("scheme", scheme, ("He", "Glorot"))
     widths = v.widths("widths", widths)
     depth, draws = v.positive_int("depth", depth), v.positive_int("draws", draws)
     n0 = v.positive_int("n0", n0)
     if draws < 2:
         raise ValueError(f"draws must be at least 2 for a standard deviation, got {draws}")
+    v.generator("gen", gen, optional=False)
     out = {}
     for q, stat in _QUANTITIES:
         r = [getattr(norm_chain(n0, [w] * depth,

@@ -34,6 +34,7 @@ import torch
 
 from ..core import validate as v
 from ..verdicts.stats import mean
+from .symbolic import _expr
 
 __all__ = ["mean_factor", "second_factor", "bands", "empirical_variance_bounds",
            "relative_variance_bound", "chain_moment"]
@@ -46,11 +47,73 @@ def _consts(*args):
     return math.sqrt, math.pi
 
 
+def _operand(name: str, value, lo=None):
+    """A number, a SymPy expression, or a real array or tensor (finite; ``>= lo``)."""
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        v.array(name, value)
+        if lo is not None and bool((value < lo).any()):
+            raise ValueError(f"{name} must be >= {lo} everywhere")
+        return value
+    return _expr(name, value, lo=lo)
+
+
+def _overflow(names: str) -> ValueError:
+    return ValueError(f"{names}: the result overflows float64 (inf); use smaller values")
+
+
+def _evaluate(fn, names: str, *args):
+    """``fn(*args)``, with an overflow (inf, or Python's OverflowError) named by ``names``."""
+    try:
+        with np.errstate(over="ignore"):
+            out = fn(*args)
+    except OverflowError:
+        raise _overflow(names) from None
+    return _finite(out, names)
+
+
+def _finite(out, names: str):
+    """A float, array or tensor result that overflowed is refused (SymPy results pass)."""
+    if isinstance(out, torch.Tensor):
+        ok = bool(torch.isfinite(out).all())
+    elif isinstance(out, (float, np.floating, np.ndarray)):
+        ok = bool(np.isfinite(out).all())
+    else:
+        return out
+    if not ok:
+        raise _overflow(names)
+    return out
+
+
+def _mean_factor(eta, s, n: int):
+    sqrt, pi = _consts(eta, s)
+    return 1 + eta * eta + 2 * eta * s / sqrt(n * pi)
+
+
+def _second_factor(eta, s, n: int):
+    sqrt, pi = _consts(eta, s)
+    two = sp.Integer(2) if sqrt is sp.sqrt else 2.0
+    c = eta * sqrt(two / n)
+    e_a = s / sqrt(two * pi)
+    e_a2 = 1 / two + (s * s - 1) / (two * pi)
+    e_ab = s * (sqrt(two / pi) + (n - 1) / (two * sqrt(two * pi)))
+    e_b, e_b2 = n / two, 3 * n / two + n * (n - 1) / (two * two)
+    return (1 + 4 * c * e_a + 2 * c**2 * e_b + 4 * c**2 * e_a2 + 4 * c**3 * e_ab
+            + c**4 * e_b2)
+
+
 def mean_factor(eta: float, s, n: int):
     """``E[M_l | x] / M_{l-1}`` for a stream whose unit vector has coordinate sum ``s``.
 
     ``s`` may be a float, an array (tensor) of them, or a SymPy expression (then the result
-    is exact).
+    is exact); so may ``eta`` (>= 0).
+
+    Raises
+    ------
+    TypeError
+        If ``eta`` or ``s`` is not a number, array, tensor or SymPy expression.
+    ValueError
+        If ``eta`` is negative, ``eta`` or ``s`` is not finite, ``n`` is not a positive
+        int, or the factor overflows float64.
 
     Examples
     --------
@@ -58,8 +121,8 @@ def mean_factor(eta: float, s, n: int):
     2.504627
     """
     n = v.positive_int("n", n)
-    sqrt, pi = _consts(eta, s)
-    return 1 + eta * eta + 2 * eta * s / sqrt(n * pi)
+    eta, s = _operand("eta", eta, lo=0), _operand("s", s)
+    return _evaluate(_mean_factor, "eta, s", eta, s, n)
 
 
 def second_factor(eta: float, s, n: int):
@@ -71,15 +134,8 @@ def second_factor(eta: float, s, n: int):
     1.0
     """
     n = v.positive_int("n", n)
-    sqrt, pi = _consts(eta, s)
-    two = sp.Integer(2) if sqrt is sp.sqrt else 2.0
-    c = eta * sqrt(two / n)
-    e_a = s / sqrt(two * pi)
-    e_a2 = 1 / two + (s * s - 1) / (two * pi)
-    e_ab = s * (sqrt(two / pi) + (n - 1) / (two * sqrt(two * pi)))
-    e_b, e_b2 = n / two, 3 * n / two + n * (n - 1) / (two * two)
-    return (1 + 4 * c * e_a + 2 * c**2 * e_b + 4 * c**2 * e_a2 + 4 * c**3 * e_ab
-            + c**4 * e_b2)
+    eta, s = _operand("eta", eta, lo=0), _operand("s", s)
+    return _evaluate(_second_factor, "eta, s", eta, s, n)
 
 
 def bands(etas: Sequence[float], n: int, m0: float = 1.0) -> dict[str, np.ndarray]:
@@ -101,11 +157,13 @@ def bands(etas: Sequence[float], n: int, m0: float = 1.0) -> dict[str, np.ndarra
     n = v.positive_int("n", n)
     m0 = v.positive_float("m0", m0)
     root = math.sqrt(n)
-    out = {}
-    for name, fn, power in (("mean", mean_factor, 1), ("second", second_factor, 2)):
-        for end, s in (("lo", 1.0), ("hi", root)):
-            out[f"{name}_{end}"] = m0**power * np.cumprod([1.0] + [fn(e, s, n) for e in etas])
-    return out
+
+    def band(fn, power: int, s: float) -> np.ndarray:
+        return np.float64(m0) ** power * np.cumprod([1.0] + [fn(e, s, n) for e in etas])
+
+    return {f"{name}_{end}": _evaluate(band, "etas, n, m0", fn, power, s)
+            for name, fn, power in (("mean", _mean_factor, 1), ("second", _second_factor, 2))
+            for end, s in (("lo", 1.0), ("hi", root))}
 
 
 def empirical_variance_bounds(etas: Sequence[float], n: int, m0: float = 1.0
@@ -127,8 +185,10 @@ def empirical_variance_bounds(etas: Sequence[float], n: int, m0: float = 1.0
     lo_mean = b["mean_lo"][1:]
     L = lo_mean.size
     diff = lo_mean[None, :] - lo_mean[:, None]            # [j, k] = lo_k - lo_j
-    lower = float((np.triu(diff, 1) ** 2).sum()) / L**2
-    upper = float(b["second_hi"][1:].mean())
+    with np.errstate(over="ignore"):
+        lower = float((np.triu(diff, 1) ** 2).sum()) / L**2
+        upper = float(b["second_hi"][1:].mean())
+    _finite(np.array([lower, upper]), "etas, n, m0")
     return lower, upper
 
 
@@ -148,7 +208,8 @@ def relative_variance_bound(etas: Sequence[float], n: int) -> np.ndarray:
     (3,)
     """
     b = bands(etas, n)
-    return b["second_hi"] / b["mean_lo"] ** 2 - 1
+    with np.errstate(over="ignore"):
+        return _finite(b["second_hi"] / b["mean_lo"] ** 2 - 1, "etas, n")
 
 
 def chain_moment(log_len, unit_sum, etas: Sequence[float], L: int, n: int, power: int = 1):
@@ -189,11 +250,22 @@ def chain_moment(log_len, unit_sum, etas: Sequence[float], L: int, n: int, power
     >>> round(chain_moment(z, z + 1.0, [1.0], 1, 5).value, 6)
     2.504627
     """
+    log_len = v.tensor("log_len", log_len, ndim=2)
+    unit_sum = v.tensor("unit_sum", unit_sum, ndim=2)
+    if unit_sum.shape != log_len.shape:
+        raise ValueError(f"unit_sum must have the shape of log_len {tuple(log_len.shape)}, got "
+                         f"{tuple(unit_sum.shape)}")
     L, n = v.positive_int("L", L), v.positive_int("n", n)
-    if power not in (1, 2):
+    if isinstance(power, bool) or not isinstance(power, int) or power not in (1, 2):
         raise ValueError(f"power must be 1 or 2, got {power!r}")
     etas = v.scales("etas", etas)
     if L > len(etas) or L > log_len.shape[0]:
         raise ValueError(f"L must be at most the number of modules sampled, got {L}")
-    step = mean_factor if power == 1 else second_factor
-    return mean(torch.exp(2 * power * log_len[L - 1]) * step(etas[L - 1], unit_sum[L - 1], n))
+    step = _mean_factor if power == 1 else _second_factor
+    values = torch.exp(2 * power * log_len[L - 1]) * step(etas[L - 1], unit_sum[L - 1], n)
+    names = "log_len, unit_sum, etas"
+    _finite(values, names)
+    try:
+        return mean(values)
+    except ValueError as e:   # the sum of the samples overflows
+        raise ValueError(f"{names}: {e}") from None

@@ -42,12 +42,19 @@ def infinite_width_ratio(blocks: int, cos_x1: float, gamma: float | None = None)
     True
     """
     blocks = v.positive_int("blocks", blocks)
-    cos_x1 = v.in_interval("cos_x1", float(cos_x1), -1.0, 1.0, closed_hi=True)
+    cos_x1 = v.in_interval("cos_x1", cos_x1, -1.0, 1.0, closed_hi=True)
     g = 1.0 / blocks if gamma is None else v.positive_float("gamma", gamma)
     r, s = 1.0, cos_x1
-    for _ in range(blocks):
-        r, s = math.sqrt((1 + g**2) * r**2 + 2 * g * MEAN_GAIN * r * s), s + g * MEAN_GAIN * r
-    return r**2
+    try:
+        for _ in range(blocks):
+            r, s = (math.sqrt((1 + g**2) * r**2 + 2 * g * MEAN_GAIN * r * s),
+                    s + g * MEAN_GAIN * r)
+        out = r**2
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out):
+        raise ValueError(f"gamma={gamma!r} with blocks={blocks}: the ratio overflows float64")
+    return out
 
 
 def limit_ratio(cos_x1: float) -> float:
@@ -58,7 +65,7 @@ def limit_ratio(cos_x1: float) -> float:
     >>> round(limit_ratio(-1.0), 4), round(limit_ratio(1.0), 4)
     (0.3236, 3.0906)
     """
-    cos_x1 = v.in_interval("cos_x1", float(cos_x1), -1.0, 1.0, closed_hi=True)
+    cos_x1 = v.in_interval("cos_x1", cos_x1, -1.0, 1.0, closed_hi=True)
     return (math.cosh(MEAN_GAIN) + cos_x1 * math.sinh(MEAN_GAIN)) ** 2
 
 
@@ -102,6 +109,9 @@ def eq228_margin(blocks: Iterable[int], cos_x1: Iterable[float]) -> float:
     >>> round(eq228_margin([1], [0.0]), 12)
     2.0
     """
+    for name, value in (("blocks", blocks), ("cos_x1", cos_x1)):
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise TypeError(f"{name} must be an iterable of numbers, got {type(value).__name__}")
     blocks, cos_x1 = list(blocks), list(cos_x1)
     if not blocks or not cos_x1:
         raise ValueError("blocks and cos_x1 must not be empty")

@@ -24,6 +24,7 @@ Arpit & Bengio (2019), Theorem 3, eqs. (16)-(17) and (156)-(167); Theorem 6, eqs
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import sympy as sp
@@ -32,8 +33,47 @@ from scipy import stats as st
 
 from ..core import validate as v
 from .chernoff import exponent
+from .symbolic import _expr
 
 __all__ = ["grid_size", "width", "width_ceil", "eps_at", "relu_line_tail", "masked_line_tail"]
+
+
+def _real(name: str, value) -> float:
+    """A real number (not a bool, a string or a SymPy object) as a float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or isinstance(value, sp.Basic):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def _open_unit(name: str, value) -> float:
+    """A real number in (0, 1): a distortion eps or a failure probability delta."""
+    value = v.in_interval(name, _real(name, value), 0.0, 1.0)
+    if value == 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return value
+
+
+def _flag(printed) -> bool:
+    if not isinstance(printed, bool):
+        raise TypeError(f"printed must be a bool, got {type(printed).__name__}")
+    return printed
+
+
+_NO_DELTA = object()
+
+
+def _arguments(eps, d, delta=_NO_DELTA) -> tuple:
+    """Numbers checked (eps, delta in (0, 1), d a positive int), or SymPy expressions when one
+    of them is symbolic (each checked: finite, positive where SymPy can tell)."""
+    given = (eps, d) if delta is _NO_DELTA else (eps, d, delta)
+    if any(isinstance(x, sp.Basic) for x in given):
+        out = tuple(_expr(name, x, lo=0, strict=True)
+                    for name, x in zip(("eps", "d", "delta"), given))
+    else:
+        out = (_open_unit("eps", eps), v.positive_int("d", d)) + (
+            () if delta is _NO_DELTA else (_open_unit("delta", delta),))
+    return out
 
 
 def grid_size(eps, d, printed: bool = False):
@@ -45,6 +85,8 @@ def grid_size(eps, d, printed: bool = False):
     >>> round(grid_size(0.3, 4), 6)
     0.05
     """
+    eps, d = _arguments(eps, d)
+    printed = _flag(printed)
     if isinstance(eps, sp.Basic) or isinstance(d, sp.Basic):
         second = sp.sqrt(eps) / sp.sqrt(3 * d) if printed else sp.sqrt(eps / 3) / d
         return sp.Min(eps / (3 * sp.sqrt(d)), second)
@@ -60,11 +102,7 @@ def width(eps, d, delta, printed: bool = False):
     >>> round(width(0.1, 1, 0.05))
     82875
     """
-    if not any(isinstance(x, sp.Basic) for x in (eps, d, delta)):
-        eps = v.in_interval("eps", float(eps), 0.0, 1.0)
-        d, delta = v.positive_int("d", d), v.in_interval("delta", float(delta), 0.0, 1.0)
-        if eps == 0:
-            raise ValueError("eps must be > 0")
+    eps, d, delta = _arguments(eps, d, delta)
     grid = grid_size(eps, d, printed)
     log = sp.log if isinstance(grid, sp.Basic) else math.log
     return (d * log(2 / grid) + log(4 / delta)) / exponent(eps / 3)
@@ -80,8 +118,10 @@ def width_ceil(eps, d: int, delta, printed: bool = False) -> int:
     >>> width_ceil(0.1, 1, 0.05)
     82876
     """
-    e, dl = (sp.Rational(str(x)) if not isinstance(x, sp.Basic) else x for x in (eps, delta))
-    return int(sp.ceiling(width(e, sp.Integer(v.positive_int("d", d)), dl, printed)))
+    d = v.positive_int("d", d)
+    e, dl = (x if isinstance(x, sp.Basic) else sp.Rational(str(_open_unit(name, x)))
+             for name, x in (("eps", eps), ("delta", delta)))
+    return int(sp.ceiling(width(e, sp.Integer(d), dl, printed)))
 
 
 def eps_at(m: float, d: int, delta: float) -> float:
@@ -92,11 +132,15 @@ def eps_at(m: float, d: int, delta: float) -> float:
     >>> eps_at(100, 4, 0.05)
     inf
     """
-    m = v.positive_float("m", float(m))
-    hi = 1 - 1e-9
+    m = v.positive_float("m", _real("m", m))
+    d, delta = v.positive_int("d", d), _open_unit("delta", delta)
+    lo, hi = 1e-6, 1 - 1e-9
     if width(hi, d, delta) > m:
         return math.inf
-    return optimize.brentq(lambda x: width(x, d, delta) - m, 1e-6, hi, xtol=1e-13)
+    if width(lo, d, delta) <= m:
+        raise ValueError(f"m={m:g} guarantees an eps below {lo:g}, beyond the precision of "
+                         "the exponent g(eps/3)")
+    return optimize.brentq(lambda x: width(x, d, delta) - m, lo, hi, xtol=1e-13)
 
 
 def _binomial(m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -107,7 +151,8 @@ def _binomial(m: int) -> tuple[np.ndarray, np.ndarray]:
 def _outside(m: int, k: np.ndarray, eps: float) -> np.ndarray:
     """P(| sqrt((2/m) chi^2_k) - 1 | > eps) for each k (chi^2_0 = 0), without cancellation."""
     kk = np.maximum(k, 1)
-    upper = st.chi2.sf(m * (1 + eps) ** 2 / 2, kk)
+    with np.errstate(over="ignore"):   # a huge eps: the threshold is inf, the tail 0
+        upper = st.chi2.sf(m * np.float64(1 + eps) ** 2 / 2, kk)
     lower = st.chi2.cdf(m * (1 - eps) ** 2 / 2, kk) if eps < 1 else np.zeros(len(k))
     return np.where(k == 0, 1.0 if eps < 1 else 0.0, upper + lower)
 
@@ -121,7 +166,7 @@ def relu_line_tail(m: int, eps: float) -> float:
     True
     """
     m = v.positive_int("m", m)
-    eps = v.in_interval("eps", float(eps), 0.0, math.inf)
+    eps = v.in_interval("eps", _real("eps", eps), 0.0, math.inf)
     k, w = _binomial(m)
     a, b = _outside(m, k, eps), _outside(m, m - k, eps)
     return float(np.dot(w, a + b - a * b))
@@ -136,6 +181,6 @@ def masked_line_tail(m: int, eps: float) -> float:
     True
     """
     m = v.positive_int("m", m)
-    eps = v.in_interval("eps", float(eps), 0.0, math.inf)
+    eps = v.in_interval("eps", _real("eps", eps), 0.0, math.inf)
     k, w = _binomial(m)
     return float(np.dot(w, _outside(m, k, eps)))

@@ -6,10 +6,64 @@ a chapter shows the steps by calling these functions one at a time.
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import sympy as sp
 
 x = sp.Symbol("x", real=True)
 HALF = sp.Rational(1, 2)
+
+_INFINITIES = (sp.oo, sp.S.NegativeInfinity)
+
+
+def _expr(name: str, value, *, lo=None, strict: bool = False, infinite: bool = False,
+          symbol: bool = False, basic: bool = False):
+    """A SymPy expression or a real number, checked by ``name`` and returned unchanged.
+
+    Strings are refused, never sympified (``sympify`` evaluates them); so are ``None``,
+    ``bool``, complex numbers and other objects. NaN and complex infinity (``zoo``) are
+    refused, and so are infinities unless ``infinite`` (the limits of an integral). ``lo``:
+    a number or SymPy expression known to be below ``lo`` (``<= lo`` with ``strict``) is
+    refused; an expression whose sign SymPy cannot decide is accepted. ``symbol``: only a
+    ``sympy.Symbol``; ``basic``: any ``sympy.Basic`` (not only ``Expr``) is accepted.
+
+    Shared by the SymPy helpers of :mod:`eit.exact` (the moment laws, the norm products, the
+    residual factors).
+    """
+    if symbol:
+        if not isinstance(value, sp.Symbol):
+            raise TypeError(f"{name} must be a SymPy Symbol, got {type(value).__name__}")
+        return value
+    if isinstance(value, sp.Basic):
+        if not (basic or isinstance(value, sp.Expr)):
+            raise TypeError(f"{name} must be a SymPy expression, got {type(value).__name__}")
+        if value.has(sp.nan, sp.zoo):
+            raise ValueError(f"{name} must be finite, got {value}")
+        if not infinite and value.has(*_INFINITIES):
+            raise ValueError(f"{name} must be finite, got {value}")
+        if lo is not None:
+            below = (value - lo).is_nonpositive if strict else (value - lo).is_negative
+            if below:
+                raise ValueError(f"{name} must be {'>' if strict else '>='} {lo}, got {value}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a SymPy expression or a real number, got "
+                        f"{type(value).__name__}")
+    if not isinstance(value, numbers.Rational) and (
+            math.isnan(value) or math.isinf(value) and not infinite):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if lo is not None and (value <= lo if strict else value < lo):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {lo}, got {value!r}")
+    return value
+
+
+def _lam(lam):
+    """The argument of a moment generating function of a squared Gaussian: below 1/2."""
+    lam = _expr("lam", lam)
+    if (lam - HALF).is_nonnegative if isinstance(lam, sp.Expr) else lam >= 0.5:
+        raise ValueError(f"lam must be < 1/2 (E[exp(lam Z^2)] diverges beyond), got {lam}")
+    return lam
 
 
 def std_normal_pdf(var: sp.Symbol = x) -> sp.Expr:
@@ -20,6 +74,7 @@ def std_normal_pdf(var: sp.Symbol = x) -> sp.Expr:
     >>> std_normal_pdf().subs(x, 0)
     sqrt(2)/(2*sqrt(pi))
     """
+    var = _expr("var", var)
     return sp.exp(-var**2 / 2) / sp.sqrt(2 * sp.pi)
 
 
@@ -31,6 +86,9 @@ def gaussian_expectation(f: sp.Expr, var: sp.Symbol = x, lower=-sp.oo) -> sp.Exp
     >>> gaussian_expectation(x**2)
     1
     """
+    f = _expr("f", f)
+    var = _expr("var", var, symbol=True)
+    lower = _expr("lower", lower, infinite=True)
     return sp.simplify(sp.integrate(f * std_normal_pdf(var), (var, lower, sp.oo), conds="none"))
 
 
@@ -42,7 +100,7 @@ def relu_moment(k: int) -> sp.Expr:
     >>> relu_moment(2)
     1/2
     """
-    if not isinstance(k, int) or k < 1:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an int >= 1, got {k!r}")
     return gaussian_expectation(x**k, lower=0)
 
@@ -58,6 +116,7 @@ def half_gaussian_square_mgf(lam: sp.Symbol) -> sp.Expr:
     >>> half_gaussian_square_mgf(sp.Integer(0))
     1/2
     """
+    lam = _lam(lam)
     s = sp.Symbol("s", positive=True)
     integral = sp.integrate(sp.exp(-s * x**2 / 2) * std_normal_pdf() / sp.exp(-x**2 / 2),
                             (x, 0, sp.oo), conds="none")
@@ -72,6 +131,7 @@ def relu_square_mgf(lam: sp.Symbol) -> sp.Expr:
     >>> relu_square_mgf(sp.Integer(0))
     1
     """
+    lam = _lam(lam)
     return sp.Rational(1, 2) + half_gaussian_square_mgf(lam)
 
 
@@ -83,6 +143,10 @@ def masked_square_mgf(lam: sp.Symbol, p: sp.Expr = HALF) -> sp.Expr:
     >>> masked_square_mgf(sp.Integer(0))
     1
     """
+    lam = _lam(lam)
+    p = _expr("p", p, lo=0)
+    if (p - 1).is_positive if isinstance(p, sp.Expr) else p > 1:
+        raise ValueError(f"p must be a probability in [0, 1], got {p}")
     full = 2 * half_gaussian_square_mgf(lam)  # E[exp(lam A^2)] over the whole line
     return sp.simplify((1 - p) * 1 + p * full)
 
@@ -98,6 +162,9 @@ def chernoff_exponent(mgf: sp.Expr, lam: sp.Symbol, threshold: sp.Expr) -> sp.Ex
     >>> chernoff_exponent(sp.exp(lam), lam, 1)
     0
     """
+    mgf = _expr("mgf", mgf, lo=0, strict=True)
+    lam = _expr("lam", lam)
+    threshold = _expr("threshold", threshold)
     return lam * threshold - sp.log(mgf)
 
 
@@ -110,6 +177,8 @@ def stationary_points(exponent: sp.Expr, lam: sp.Symbol) -> list[sp.Expr]:
     >>> stationary_points(lam**2 - 2 * lam, lam)
     [1]
     """
+    exponent = _expr("exponent", exponent)
+    lam = _expr("lam", lam, symbol=True)
     return sp.solve(sp.diff(exponent, lam), lam)
 
 
@@ -145,7 +214,12 @@ def closed_form_integral(expr: sp.Expr, *limits: tuple) -> sp.Expr:
     """
     if not isinstance(expr, sp.Basic):
         raise TypeError(f"expr must be a SymPy expression, got {type(expr).__name__}")
+    expr = _expr("expr", expr, basic=True)
     if not limits or not all(isinstance(lim, tuple) and len(lim) == 3 for lim in limits):
         raise ValueError(f"limits must be (variable, lower, upper) tuples, got {limits!r}")
+    for i, (var, lower, upper) in enumerate(limits):
+        _expr(f"limits[{i}] variable", var, symbol=True)
+        _expr(f"limits[{i}] lower end", lower, infinite=True)
+        _expr(f"limits[{i}] upper end", upper, infinite=True)
     value = sp.integrate(expr, *limits, conds="none")
     return sp.simplify(sp.gammasimp(sp.hyperexpand(value)))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .moments import expect_independent
+from .symbolic import _expr
 
 __all__ = ["Unit", "symmetric_law", "symmetric_unit", "nonnegative_coefficients"]
 
@@ -52,8 +53,9 @@ def symmetric_law(variance, kurtosis=3) -> Callable[[int], sp.Expr]:
     >>> [symmetric_law(s, 3)(k) for k in (1, 2, 3, 4)]
     [0, s, 0, 3*s**2]
     """
-    table = {1: sp.Integer(0), 2: sp.sympify(variance), 3: sp.Integer(0),
-             4: sp.sympify(kurtosis) * sp.sympify(variance) ** 2}
+    variance = sp.sympify(_expr("variance", variance, lo=0))
+    kurtosis = sp.sympify(_expr("kurtosis", kurtosis, lo=1))
+    table = {1: sp.Integer(0), 2: variance, 3: sp.Integer(0), 4: kurtosis * variance**2}
 
     def moment(k: int) -> sp.Expr:
         if k not in table:
@@ -169,8 +171,9 @@ def symmetric_unit(n: int, *, weight_variance, kurtosis=3, nu2=0, nu4=0) -> Unit
     a = sp.symbols(f"a1:{n + 1}", real=True)
     w = sp.symbols(f"w1:{n + 1}", real=True)
     b = sp.Symbol("b", real=True)
-    weight = symmetric_law(weight_variance, kurtosis)
-    bias = {1: sp.Integer(0), 2: sp.sympify(nu2), 3: sp.Integer(0), 4: sp.sympify(nu4)}
+    weight = symmetric_law(_expr("weight_variance", weight_variance, lo=0), kurtosis)
+    nu2, nu4 = (sp.sympify(_expr(name, m, lo=0)) for name, m in (("nu2", nu2), ("nu4", nu4)))
+    bias = {1: sp.Integer(0), 2: nu2, 3: sp.Integer(0), 4: nu4}
     moments = {**{wi: weight for wi in w}, b: bias.get}
     return Unit(tuple(a), tuple(w), b, moments)
 
@@ -194,6 +197,7 @@ def nonnegative_coefficients(expr, *syms: sp.Symbol) -> bool:
     for s in syms:
         if not isinstance(s, sp.Symbol):
             raise TypeError(f"syms must be SymPy symbols, got {s!r}")
+    expr = _expr("expr", expr)
     num, den = sp.fraction(sp.together(sp.expand(sp.sympify(expr))))
     return all(c >= 0 for part in (num, den)
                for c in sp.Poly(sp.expand(part), *syms).coeffs())

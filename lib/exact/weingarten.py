@@ -69,29 +69,34 @@ def pair_partitions(k: int) -> list[PairPartition]:
     return list(_pairings(tuple(range(2 * _k(k)))))
 
 
+def _point(x) -> int | None:
+    """``x`` as a point label (an int, not a bool), else None."""
+    return None if isinstance(x, bool) or not isinstance(x, int) else x
+
+
 def _pairing(name: str, p) -> PairPartition:
-    try:
-        pairs = tuple(tuple(sorted((int(a), int(b)))) for a, b in p)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a sequence of pairs of ints, got {p!r}") from None
+    """A pair partition of {0, ..., 2k-1} (pairs of ints), sorted; else a named error."""
+    if isinstance(p, (str, bytes)) or not isinstance(p, Sequence):
+        raise ValueError(f"{name} must be a pair partition (a sequence of pairs of ints), got "
+                         f"{type(p).__name__}")
+    pairs = []
+    for pair in p:
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2 \
+                or any(_point(x) is None for x in pair):
+            raise ValueError(f"{name} must be a sequence of pairs of ints, got {p!r}")
+        pairs.append(tuple(sorted(pair)))
     points = sorted(x for pair in pairs for x in pair)
     if not pairs or points != list(range(2 * len(pairs))):
         raise ValueError(f"{name} must be a pair partition of {{0, ..., 2k-1}}, got {p!r}")
     return tuple(sorted(pairs))  # type: ignore[return-value]
 
 
-def loop_lengths(p: PairPartition, q: PairPartition) -> tuple[int, ...]:
-    """Numbers of points in each loop of the graph p ∪ q (each even), largest first.
-
-    Examples
-    --------
-    >>> loop_lengths(((0, 1), (2, 3)), ((0, 2), (1, 3)))
-    (4,)
-    """
-    p, q = _pairing("p", p), _pairing("q", q)
+def _loop_lengths(p: PairPartition, q: PairPartition, names: tuple[str, str] = ("p", "q")
+                  ) -> tuple[int, ...]:
+    p, q = _pairing(names[0], p), _pairing(names[1], q)
     if len(p) != len(q):
-        raise ValueError(f"p and q must partition the same set, got sizes {2 * len(p)} and "
-                         f"{2 * len(q)}")
+        raise ValueError(f"{names[0]} and {names[1]} must partition the same set, got sizes "
+                         f"{2 * len(p)} and {2 * len(q)}")
     mate_p = {a: b for a, b in p} | {b: a for a, b in p}
     mate_q = {a: b for a, b in q} | {b: a for a, b in q}
     seen: set[int] = set()
@@ -109,6 +114,37 @@ def loop_lengths(p: PairPartition, q: PairPartition) -> tuple[int, ...]:
                 break
         sizes.append(size)
     return tuple(sorted(sizes, reverse=True))
+
+
+def _labels(name: str, seq) -> list[int]:
+    """A non-empty sequence of index labels (ints, not bools); else a named error."""
+    if isinstance(seq, (str, bytes)) or not isinstance(seq, Sequence):
+        raise ValueError(f"{name} must be a sequence of int labels, got {type(seq).__name__}")
+    if len(seq) == 0:
+        raise ValueError(f"{name} must be a non-empty sequence of indices, got {seq!r}")
+    if any(_point(t) is None for t in seq):
+        raise ValueError(f"{name} must hold int labels (equal labels: equal indices), got "
+                         f"{list(seq)!r}")
+    return list(seq)
+
+
+def _degree(names: str, n: int) -> int:
+    """k for a monomial of even degree n = 2k, refused (naming ``names``) beyond k = 6."""
+    if n // 2 > _MAX_K:
+        raise ValueError(f"{names} must have length <= {2 * _MAX_K} (degree 2k with k <= "
+                         f"{_MAX_K}: there are (2k-1)!! pair partitions), got {n}")
+    return _k(n // 2)
+
+
+def loop_lengths(p: PairPartition, q: PairPartition) -> tuple[int, ...]:
+    """Numbers of points in each loop of the graph p ∪ q (each even), largest first.
+
+    Examples
+    --------
+    >>> loop_lengths(((0, 1), (2, 3)), ((0, 2), (1, 3)))
+    (4,)
+    """
+    return _loop_lengths(p, q)
 
 
 def loops(p: PairPartition, q: PairPartition) -> int:
@@ -134,13 +170,21 @@ def coset_type(p: PairPartition, q: PairPartition) -> tuple[int, ...]:
 
 
 def _dimension(d) -> sp.Expr:
+    """d: a positive int, or a SymPy expression (a positive integer if it is a number)."""
     if isinstance(d, bool):
         raise TypeError("d must be a positive int or a SymPy expression, got bool")
     if isinstance(d, int):
         return sp.Integer(v.positive_int("d", d))
-    if isinstance(d, sp.Expr):
-        return d
-    raise TypeError(f"d must be a positive int or a SymPy expression, got {type(d).__name__}")
+    if not isinstance(d, sp.Expr):
+        raise TypeError(f"d must be a positive int or a SymPy expression, got "
+                        f"{type(d).__name__}")
+    if d.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        raise ValueError(f"d must be finite, got {d}")
+    if d.is_number and not (d.is_Integer and d > 0):
+        raise ValueError(f"d must be a positive integer (the dimension of O(d)), got {d}")
+    if d.is_positive is False:
+        raise ValueError(f"d must be positive, got {d}")
+    return d
 
 
 def _check_invertible(k: int, d: sp.Expr) -> None:
@@ -193,6 +237,8 @@ def weingarten_coset(mu: Sequence[int], d=D) -> sp.Expr:
     if (not isinstance(mu, Sequence) or isinstance(mu, str) or not mu
             or not all(isinstance(m, int) and not isinstance(m, bool) and m > 0 for m in mu)):
         raise ValueError(f"mu must be a non-empty partition (positive ints), got {mu!r}")
+    if sum(mu) > _MAX_K:
+        raise ValueError(f"mu must be a partition of k <= {_MAX_K}, got {mu!r} (k = {sum(mu)})")
     k = _k(sum(mu))
     d = _dimension(d)
     _check_invertible(k, d)
@@ -208,7 +254,11 @@ def weingarten_o(sigma: PairPartition, tau: PairPartition, d=D) -> sp.Expr:
     >>> weingarten_o(((0, 1),), ((0, 1),), 4)
     1/4
     """
-    return weingarten_coset(coset_type(sigma, tau), d)
+    lengths = _loop_lengths(sigma, tau, ("sigma", "tau"))
+    if len(sigma) > _MAX_K:
+        raise ValueError(f"sigma and tau must pair at most {2 * _MAX_K} points, got "
+                         f"{2 * len(sigma)}")
+    return weingarten_coset(tuple(n // 2 for n in lengths), d)
 
 
 def weingarten_matrix(k: int, d=D) -> sp.Matrix:
@@ -235,6 +285,7 @@ def delta(p: PairPartition, indices: Sequence) -> int:
     1
     """
     p = _pairing("p", p)
+    indices = _labels("indices", indices)
     if len(indices) != 2 * len(p):
         raise ValueError(f"indices must have length {2 * len(p)}, got {len(indices)}")
     return int(all(indices[a] == indices[b] for a, b in p))
@@ -243,28 +294,26 @@ def delta(p: PairPartition, indices: Sequence) -> int:
 def haar_moment(indices_i: Sequence, indices_j: Sequence, d=D) -> sp.Expr:
     """E[prod_s W_{i_s j_s}] for W Haar on O(d), exactly (eq. 36); symbolic in ``d``.
 
-    Indices are labels: equal labels mean equal indices, distinct labels distinct ones (for
-    symbolic d any hashable labels; for an integer d, ints in [0, d)). Odd degree gives 0.
+    Indices are int labels: equal labels mean equal indices, distinct labels distinct ones
+    (for symbolic d any ints; for an integer d, ints in [0, d)). Odd degree gives 0.
 
     Examples
     --------
     >>> haar_moment([0, 0], [0, 0], 3)
     1/3
     """
-    for name, seq in (("indices_i", indices_i), ("indices_j", indices_j)):
-        if not isinstance(seq, Sequence) or isinstance(seq, str) or len(seq) == 0:
-            raise ValueError(f"{name} must be a non-empty sequence of indices, got {seq!r}")
+    indices_i, indices_j = _labels("indices_i", indices_i), _labels("indices_j", indices_j)
     if len(indices_i) != len(indices_j):
         raise ValueError(f"indices_i and indices_j must have equal lengths, got "
                          f"{len(indices_i)} and {len(indices_j)}")
     d = _dimension(d)
     if d.is_number:
         for name, seq in (("indices_i", indices_i), ("indices_j", indices_j)):
-            if not all(isinstance(t, int) and 0 <= t < d for t in seq):
+            if not all(0 <= t < d for t in seq):
                 raise ValueError(f"{name} must be ints in [0, d) = [0, {d}), got {seq!r}")
     if len(indices_i) % 2:
         return sp.Integer(0)
-    k = _k(len(indices_i) // 2)
+    k = _degree("indices_i and indices_j", len(indices_i))
     _check_invertible(k, d)
     table = _wg_by_type(k)
     total = sum((table[mu] for _, _, mu in contributing_pairs(indices_i, indices_j)),
@@ -282,13 +331,40 @@ def monomial_samples(w: torch.Tensor, indices_i: Sequence[int],
     tensor([1.], dtype=torch.float64)
     """
     w = v.tensor("w", w, ndim=3)
-    if len(indices_i) != len(indices_j) or len(indices_i) == 0:
-        raise ValueError("indices_i and indices_j must be non-empty and of equal lengths")
+    indices_i, indices_j = _labels("indices_i", indices_i), _labels("indices_j", indices_j)
+    if len(indices_i) != len(indices_j):
+        raise ValueError(f"indices_i and indices_j must be non-empty and of equal lengths, got "
+                         f"{len(indices_i)} and {len(indices_j)}")
     for name, seq, size in (("indices_i", indices_i, w.shape[1]),
                             ("indices_j", indices_j, w.shape[2])):
-        if not all(isinstance(t, int) and 0 <= t < size for t in seq):
+        if not all(0 <= t < size for t in seq):
             raise ValueError(f"{name} must be ints in [0, {size}), got {list(seq)!r}")
-    return w[:, list(indices_i), list(indices_j)].prod(dim=-1)
+    out = w[:, indices_i, indices_j].prod(dim=-1)
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError(f"w is too large: a product of {len(indices_i)} of its entries "
+                         f"overflows {w.dtype}")
+    return out
+
+
+def _monomials(name: str, monomials, d: int) -> list[tuple[list[int], list[int]]]:
+    """A non-empty list of (indices_i, indices_j): equal-length int labels in [0, d)."""
+    if isinstance(monomials, (str, bytes)) or not isinstance(monomials, Sequence):
+        raise ValueError(f"{name} must be a list of (indices_i, indices_j), got "
+                         f"{type(monomials).__name__}")
+    if not monomials:
+        raise ValueError(f"{name} must be a non-empty list of (indices_i, indices_j)")
+    out = []
+    for m, mono in enumerate(monomials):
+        if isinstance(mono, (str, bytes)) or not isinstance(mono, Sequence) or len(mono) != 2:
+            raise ValueError(f"{name}[{m}] must be a pair (indices_i, indices_j), got {mono!r}")
+        ii, jj = (_labels(f"{name}[{m}][{s}]", seq) for s, seq in enumerate(mono))
+        if len(ii) != len(jj):
+            raise ValueError(f"{name}[{m}] must have indices_i and indices_j of equal lengths, "
+                             f"got {len(ii)} and {len(jj)}")
+        if not all(0 <= t < d for t in ii + jj):
+            raise ValueError(f"{name}[{m}] must hold ints in [0, d) = [0, {d}), got {mono!r}")
+        out.append((ii, jj))
+    return out
 
 
 def haar_monomial_samples(monomials: Sequence[tuple[Sequence[int], Sequence[int]]], d: int,
@@ -314,8 +390,8 @@ def haar_monomial_samples(monomials: Sequence[tuple[Sequence[int], Sequence[int]
     d = v.positive_int("d", d)
     n_samples = v.positive_int("n_samples", n_samples)
     chunk = v.positive_int("chunk", chunk)
-    if not isinstance(monomials, Sequence) or isinstance(monomials, str) or not monomials:
-        raise ValueError("monomials must be a non-empty list of (indices_i, indices_j)")
+    gen = v.generator("gen", gen, optional=False)
+    monomials = _monomials("monomials", monomials, d)
     v.memory("n_samples", 8.0 * n_samples * len(monomials))      # the result
     v.memory("chunk", 8.0 * 3 * min(chunk, n_samples) * d * d)      # one chunk of matrices
     from ..sample.laws import haar_orthogonal
@@ -384,13 +460,11 @@ def contributing_pairs(indices_i: Sequence, indices_j: Sequence
     >>> [mu for *_, mu in contributing_pairs((0, 0, 1, 1), (0, 0, 0, 0))]
     [(1, 1), (2,), (2,)]
     """
-    for name, seq in (("indices_i", indices_i), ("indices_j", indices_j)):
-        if not isinstance(seq, Sequence) or isinstance(seq, str) or len(seq) == 0:
-            raise ValueError(f"{name} must be a non-empty sequence of indices, got {seq!r}")
+    indices_i, indices_j = _labels("indices_i", indices_i), _labels("indices_j", indices_j)
     if len(indices_i) != len(indices_j) or len(indices_i) % 2:
         raise ValueError(f"indices_i and indices_j must have one even length, got "
                          f"{len(indices_i)} and {len(indices_j)}")
-    ps = pair_partitions(_k(len(indices_i) // 2))
+    ps = pair_partitions(_degree("indices_i and indices_j", len(indices_i)))
     left = [p for p in ps if delta(p, indices_i)]
     right = [q for q in ps if delta(q, indices_j)]
     return [(p, q, coset_type(p, q)) for p in left for q in right]

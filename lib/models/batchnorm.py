@@ -22,13 +22,14 @@ at their inputs and return per-network tables in the axis order of the engine's 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Literal
 
 import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
+from ..core.scaling import SAFE_EXPONENT, rescaled
 from ..sample.engine import Pass, forward, trace
 from ..sample.engine import isometry_gap as engine_isometry_gap
 from ..sample.laws import (
@@ -39,7 +40,7 @@ from ..sample.laws import (
     standard_uniform,
 )
 from ..sample.layers import Activation as ActivationLayer
-from ..sample.layers import BatchNorm, Dense, Scale, Serial, serial
+from ..sample.layers import BatchNorm, Dense, Layer, Scale, Serial, as_serial, serial
 
 Weights = Literal["orthogonal", "gaussian"]
 Activation = Callable[[torch.Tensor], torch.Tensor]
@@ -54,6 +55,26 @@ def _matrices(name: str, x) -> torch.Tensor:
     return v.tensor(name, x, ndim=x.ndim)
 
 
+def _ints(name: str, value) -> list[int]:
+    """A non-empty sequence of positive ints (depths, tops), given as any iterable."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a non-empty sequence of positive ints, got "
+                        f"{type(value).__name__}")
+    return v.widths(name, list(value))
+
+
+def _ldexp(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """``x * 2^e`` exactly (in two factors, each within float64's range); ``e`` broadcasts."""
+    half = e.div(2, rounding_mode="floor")
+    return torch.ldexp(torch.ldexp(x, half.to(x.dtype)), (e - half).to(x.dtype))
+
+
+def _nonzero_matrices(name: str, x: torch.Tensor) -> None:
+    """Refuse a zero matrix ``(d, n)`` in a batch (a scale-invariant quantity is 0/0 there)."""
+    if bool((x.flatten(-2) == 0).all(dim=-1).any()):
+        raise ValueError(f"{name} holds a zero matrix, where this quantity is undefined (0/0)")
+
+
 def bn(x: torch.Tensor) -> torch.Tensor:
     """BN of eq. (4): each row of each (d, n) matrix divided by its Euclidean norm.
 
@@ -63,6 +84,7 @@ def bn(x: torch.Tensor) -> torch.Tensor:
     tensor([[0.6000, 0.8000]], dtype=torch.float64)
     """
     x = _matrices("x", x)
+    x = rescaled(x, x.ndim - 1)[0]      # rows of any scale (bit for bit at ordinary scales)
     norms = x.norm(dim=-1, keepdim=True)
     if (norms == 0).any():
         raise ValueError("x has a zero row: BN(x) is undefined")
@@ -91,12 +113,19 @@ def gram_eigenvalues(x: torch.Tensor) -> torch.Tensor:
     tensor([4., 4.], dtype=torch.float64)
     """
     x = _matrices("x", x)
-    return torch.linalg.eigvalsh(x @ x.transpose(-2, -1))
+    y, e = rescaled(x, x.ndim - 2)      # one power of two per matrix: exact
+    lam = _ldexp(torch.linalg.eigvalsh(y @ y.transpose(-2, -1)), 2 * e.unsqueeze(-1))
+    if not bool(torch.isfinite(lam).all()):
+        raise ValueError("x is too large: the eigenvalues of X X^T exceed float64")
+    return lam
 
 
 def isometry_gap(x: torch.Tensor) -> torch.Tensor:
     """phi(X) of eq. (5) for each (d, n) matrix; +inf where the n columns are linearly
     dependent (numerical rank of X below n, with torch's default tolerance).
+
+    phi is invariant under scaling, and is computed at any scale; it is undefined (0/0) for a
+    zero matrix, which raises.
 
     Examples
     --------
@@ -104,6 +133,8 @@ def isometry_gap(x: torch.Tensor) -> torch.Tensor:
     tensor(0.2231, dtype=torch.float64)
     """
     x = _matrices("x", x)
+    _nonzero_matrices("x", x)
+    x = rescaled(x, x.ndim - 2)[0]      # scale-invariant: bit for bit at ordinary scales
     flat = x.reshape(-1, *x.shape[-2:]).transpose(-2, -1)     # (batch, n samples, d)
     return engine_isometry_gap(flat).reshape(x.shape[:-2])
 
@@ -129,23 +160,23 @@ def row_norm_factor(x: torch.Tensor) -> torch.Tensor:
     tensor(1., dtype=torch.float64)
     """
     x = _matrices("x", x)
+    _nonzero_matrices("x", x)
+    x = rescaled(x, x.ndim - 2)[0]      # scale-invariant: bit for bit at ordinary scales
     r = x.norm(dim=-1)
     return (r.square().mean(dim=-1)) / r.mean(dim=-1).square()
 
 
 def _law(weights: str, d: int):
-    if weights == "orthogonal":
+    if v.choice("weights", weights, ("orthogonal", "gaussian")) == "orthogonal":
         return orthogonal()
-    if weights == "gaussian":
-        return gaussian_fixed(1.0 / d)
-    raise ValueError(f"weights must be 'orthogonal' or 'gaussian', got {weights!r}")
+    return gaussian_fixed(1.0 / d)
 
 
 def _activation(activation) -> ActivationLayer | None:
     if activation is None:
         return None
     if not callable(activation):
-        raise TypeError("activation must be callable")
+        raise TypeError(f"activation must be callable, got {type(activation).__name__}")
     return ActivationLayer(activation, getattr(activation, "__name__", "activation"))
 
 
@@ -178,16 +209,42 @@ def shaped_net(d: int, gains: Sequence[float], activation: Activation, *,
     2
     """
     d = v.positive_int("d", d)
+    gains = v.real_sequence("gains", gains, positive=True)
     act = _activation(activation)
     if act is None:
-        raise TypeError("activation must be callable")
+        raise TypeError("activation must be callable, got None")
     return Serial(tuple(serial(Dense(d, _law(weights, d)), BatchNorm(centered=True, standard=True),
                                Scale(g), act) for g in gains))
 
 
-def _inputs(x0, n_nets: int) -> torch.Tensor:
-    """The batch ``(n_nets, d, n)`` of the paper, validated, on the compute device."""
-    return v.per_network("x0", x0, n_nets).to(device=device(), dtype=DTYPE)
+def _bn_batch(name: str, x: torch.Tensor, *, centered: bool = False,
+              activation=None) -> torch.Tensor:
+    """Refuse batches ``(n_nets, d, n)`` where the BN networks are undefined.
+
+    BN of eq. (4) is undefined on a zero batch, and the centred BN on a batch whose samples
+    are all equal (a zero row after centring). With an ``activation`` before the first BN the
+    scale of the batch matters: entries beyond 2^+-SAFE_EXPONENT (where squared norms leave
+    float64) are refused too.
+    """
+    flat = (x - x.mean(dim=-1, keepdim=True) if centered else x).flatten(1)
+    if bool((flat == 0).all(dim=1).any()):
+        what = "all its samples equal (zero after centring)" if centered else "zero"
+        raise ValueError(f"{name} must not be {what} for some network: BN is undefined there")
+    if activation is not None:
+        top = torch.frexp(x.flatten(1).abs().amax(dim=1)).exponent
+        if bool((top.abs() > SAFE_EXPONENT).any()):
+            raise ValueError(f"{name} must have entries of ordinary scale (below "
+                             f"2^{SAFE_EXPONENT} and above 2^-{SAFE_EXPONENT}) before an "
+                             "activation")
+    return x
+
+
+def _inputs(x0, n_nets: int, *, centered: bool = False, activation=None) -> torch.Tensor:
+    """The batch ``(n_nets, d, n)`` of the paper, validated (:func:`_bn_batch`), on the
+    compute device."""
+    x = _bn_batch("x0", v.per_network("x0", x0, n_nets), centered=centered,
+                  activation=activation)
+    return x.to(device=device(), dtype=DTYPE)
 
 
 def unit_readout(n_nets: int, d: int, n: int, gen: torch.Generator) -> torch.Tensor:
@@ -205,6 +262,8 @@ def unit_readout(n_nets: int, d: int, n: int, gen: torch.Generator) -> torch.Ten
     >>> tuple(r.shape), [round(float(x), 12) for x in r.flatten(1).norm(dim=1)]
     ((2, 4, 3), [1.0, 1.0])
     """
+    n_nets, d, n = v.positive_int("n_nets", n_nets), v.positive_int("d", d), v.positive_int("n", n)
+    gen = v.generator("gen", gen, optional=False)
     r = standard_normal(n_nets, d, n, gen=gen)
     r = r / r.flatten(1).norm(dim=1).view(-1, 1, 1)
     return r.transpose(-2, -1)
@@ -253,8 +312,9 @@ def isometry_gaps_in_depth(x0: torch.Tensor, depth: int, *, n_nets: int, gen: to
     """
     depth = v.positive_int("depth", depth)
     n_nets = v.positive_int("n_nets", n_nets)
-    x = _inputs(x0, n_nets)
-    net = bn_net(x.shape[1], depth, weights=weights, activation=activation, centered=centered)
+    net = bn_net(v.per_network("x0", x0, n_nets).shape[1], depth, weights=weights,
+                 activation=activation, centered=centered)
+    x = _inputs(x0, n_nets, centered=centered, activation=activation)
     t = trace(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, record={"isometry_gap"})
     return torch.cat([isometry_gap(x).unsqueeze(0), t.stats["isometry_gap"]])
 
@@ -290,6 +350,19 @@ def readout_pass(net: Serial, x: torch.Tensor, *, n_nets: int, gen: torch.Genera
     >>> tuple(p.backward(r, top=1).stats["log_grad_w_batch"].shape)
     (1, 2)
     """
+    if not isinstance(net, Layer):
+        raise TypeError(f"net must be a layer description (Serial), got {type(net).__name__}")
+    n_nets = v.positive_int("n_nets", n_nets)
+    x = v.per_network("x", x, n_nets)
+    bns = [layer for layer in net.leaves() if isinstance(layer, BatchNorm)]
+    if bns:
+        _bn_batch("x", x, centered=any(layer.centered for layer in bns))
+    tops, depth = _ints("tops", tops), as_serial(net).depth
+    if max(tops) > depth:
+        raise ValueError(f"tops must be <= the depth of net ({depth}), got {tops}")
+    if isinstance(record, (str, bytes)) or not isinstance(record, Collection) or not all(
+            isinstance(name, str) for name in record):
+        raise TypeError(f"record must be a collection of statistic names, got {record!r}")
     p = forward(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, backward=True, tops=tops,
                 record=record)
     return p, unit_readout(n_nets, x.shape[1], x.shape[2], gen)
@@ -311,7 +384,36 @@ def first_layer_grads(p: Pass, readout: torch.Tensor, depths: Sequence[int],
     >>> first_layer_grads(p, r, [1, 2]).shape
     torch.Size([2, 2])
     """
-    return torch.stack([_backward_at(p, readout, depth, stat)[0] for depth in depths])
+    if not isinstance(p, Pass):
+        raise TypeError(f"p must be a Pass (readout_pass), got {type(p).__name__}")
+    readout = v.tensor("readout", readout, ndim=3)
+    top = torch.frexp(readout.abs().amax()).exponent
+    if abs(int(top)) > SAFE_EXPONENT:
+        raise ValueError(f"readout must have entries of ordinary scale (below 2^{SAFE_EXPONENT}"
+                         f" and above 2^-{SAFE_EXPONENT}; unit_readout has ||R||_F = 1)")
+    depths = _ints("depths", depths)
+    if max(depths) > p.trace.depth:
+        raise ValueError(f"depths must be <= the depth of the pass ({p.trace.depth}), got "
+                         f"{depths}")
+    if not isinstance(stat, str):
+        raise TypeError(f"stat must be the name of a statistic, got {type(stat).__name__}")
+    log_h = p.trace.log_h
+    for depth in depths:
+        want = (log_h.shape[1], log_h.shape[2], p.trace.widths[depth])
+        if tuple(readout.shape) != want:
+            raise ValueError(f"readout must have the shape (n_nets, n, d) = {want} of the "
+                             f"output at depth {depth}, got {tuple(readout.shape)}")
+    rows = []
+    for depth in depths:
+        try:
+            t = p.backward(readout, top=depth)
+        except ValueError as e:             # a depth whose state the pass did not keep
+            raise ValueError(f"depths: {e}") from None
+        if stat not in t.stats:
+            raise ValueError(f"stat must be a statistic of the backward pass "
+                             f"({sorted(t.stats)}), got {stat!r}")
+        rows.append(t.stats[stat][0])
+    return torch.stack(rows)
 
 
 def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
@@ -341,11 +443,11 @@ def first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets:
     ...                          gen=generator(0)).shape
     torch.Size([2, 5])
     """
-    ds = v.widths("depths", list(depths))
+    ds = _ints("depths", depths)
     n_nets = v.positive_int("n_nets", n_nets)
-    x = _inputs(x0, n_nets)
-    net = bn_net(x.shape[1], max(ds), weights=weights, activation=activation,
-                 centered=centered)
+    net = bn_net(v.per_network("x0", x0, n_nets).shape[1], max(ds), weights=weights,
+                 activation=activation, centered=centered)
+    x = _inputs(x0, n_nets, centered=centered, activation=activation)
     return first_layer_grads(*readout_pass(net, x, n_nets=n_nets, gen=gen, tops=ds), ds)
 
 
@@ -378,8 +480,7 @@ def logit_loss_gradient(z: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Te
     if y.shape != z.shape:
         raise ValueError(f"y must have the shape of z {tuple(z.shape)}, got {tuple(y.shape)}")
     y = v.tensor("y", y, ndim=y.ndim)
-    if loss not in ("cross_entropy", "mse"):
-        raise ValueError(f"loss must be 'cross_entropy' or 'mse', got {loss!r}")
+    loss = v.choice("loss", loss, ("cross_entropy", "mse"))
     p = torch.softmax(z, dim=-1)
     if loss == "cross_entropy":
         return p * y.sum(dim=-1, keepdim=True) - y
@@ -389,8 +490,8 @@ def logit_loss_gradient(z: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Te
 
 def _labels(labels, n_classes, n: int, d: int) -> torch.Tensor:
     if isinstance(n_classes, bool) or not isinstance(n_classes, int) or not 2 <= n_classes <= d:
-        raise ValueError(f"n_classes must be an int in [2, d] = [2, {d}] (the head has "
-                         f"orthonormal rows), got {n_classes!r}")
+        raise ValueError(f"n_classes must be an int in [2, d] = [2, {d}] (d the width of x0: "
+                         f"the head has orthonormal rows), got {n_classes!r}")
     if not isinstance(labels, torch.Tensor):
         raise TypeError(f"labels must be a torch.Tensor, got {type(labels).__name__}")
     if labels.shape != (n,) or labels.dtype not in (torch.int32, torch.int64):
@@ -434,10 +535,9 @@ def weight_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int
     ...                      gen=generator(0)).shape
     torch.Size([2, 3, 5])
     """
-    ds = v.widths("depths", list(depths))
+    ds = _ints("depths", depths)
     n_nets = v.positive_int("n_nets", n_nets)
-    if loss not in _LOSSES:
-        raise ValueError(f"loss must be one of {_LOSSES}, got {loss!r}")
+    loss = v.choice("loss", loss, _LOSSES)
     x = _inputs(x0, n_nets)
     d, n = x.shape[1], x.shape[2]
     if loss == "linear":
@@ -465,11 +565,17 @@ def weight_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int
     return out
 
 
+#: the largest spread of :func:`spectral_inputs`: the singular values e^{+-300} keep the
+#: Gram matrix X X^T (entries up to e^{600}, down to e^{-600}) normal float64 numbers
+MAX_SPREAD = 300.0
+
+
 def spectral_inputs(n_mats: int, d: int, *, gen: torch.Generator, spread: float,
                     n: int | None = None) -> torch.Tensor:
     """Random batches X = U diag(s) V^T of shape (n_mats, d, n) with prescribed spread of
     spectra: U, V Haar-orthogonal and log s_i i.i.d. uniform on [-spread, spread] (spread 0
-    gives orthogonal matrices; large spread nearly degenerate ones).
+    gives orthogonal matrices; large spread nearly degenerate ones), ``spread`` at most
+    :data:`MAX_SPREAD`.
 
     Examples
     --------
@@ -479,9 +585,11 @@ def spectral_inputs(n_mats: int, d: int, *, gen: torch.Generator, spread: float,
     """
     n_mats, d = v.positive_int("n_mats", n_mats), v.positive_int("d", d)
     n = d if n is None else v.positive_int("n", n)
+    gen = v.generator("gen", gen, optional=False)
     if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not (
-            math.isfinite(spread) and spread >= 0):
-        raise ValueError(f"spread must be a finite number >= 0, got {spread!r}")
+            math.isfinite(spread) and 0 <= spread <= MAX_SPREAD):
+        raise ValueError(f"spread must be a finite number in [0, {MAX_SPREAD}] (X X^T stays "
+                         f"in float64), got {spread!r}")
     r = min(d, n)
     u = haar_orthogonal(n_mats, d, r, gen=gen)
     vt = haar_orthogonal(n_mats, r, n, gen=gen)
@@ -508,8 +616,9 @@ def _gains(name: str, gains, depth: int) -> list[float]:
 
 def _shaped_pass(x0, depth: int, n_nets: int, gen: torch.Generator, weights: str,
                  activation, gains: list[float], tops) -> tuple[Pass, torch.Tensor]:
-    x = _inputs(x0, n_nets)
-    net = shaped_net(x.shape[1], gains, activation, weights=weights)
+    net = shaped_net(v.per_network("x0", x0, n_nets).shape[1], gains, activation,
+                     weights=weights)
+    x = _inputs(x0, n_nets, centered=True)
     return readout_pass(net, x, n_nets=n_nets, gen=gen, tops=tops)
 
 
@@ -540,7 +649,7 @@ def shaped_weight_grad_lognorms(x0: torch.Tensor, depth: int, *, n_nets: int,
     depth = v.positive_int("depth", depth)
     n_nets = v.positive_int("n_nets", n_nets)
     if not callable(activation):
-        raise TypeError("activation must be callable")
+        raise TypeError(f"activation must be callable, got {type(activation).__name__}")
     gs = _gains("gains", gains, depth)
     p, r = _shaped_pass(x0, depth, n_nets, gen, weights, activation, gs, [depth])
     return _backward_at(p, r, depth)
@@ -581,10 +690,10 @@ def shaped_first_layer_grad_lognorm(x0: torch.Tensor, depths: Sequence[int], *, 
     ...                                                           dtype=torch.float64)))
     ((2, 3), True)
     """
-    ds = v.widths("depths", list(depths))
+    ds = _ints("depths", depths)
     n_nets = v.positive_int("n_nets", n_nets)
     if not callable(activation):
-        raise TypeError("activation must be callable")
+        raise TypeError(f"activation must be callable, got {type(activation).__name__}")
     if not isinstance(with_output_scale, bool):
         raise TypeError(f"with_output_scale must be a bool, got {type(with_output_scale).__name__}")
     top = max(ds)
@@ -625,10 +734,10 @@ def shaped_nonlinearity(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch
     depth = v.positive_int("depth", depth)
     n_nets = v.positive_int("n_nets", n_nets)
     if not callable(activation):
-        raise TypeError("activation must be callable")
+        raise TypeError(f"activation must be callable, got {type(activation).__name__}")
     gs = _gains("gains", gains, depth)
-    x = _inputs(x0, n_nets)
-    net = shaped_net(x.shape[1], gs, activation, weights=weights)
+    net = shaped_net(v.per_network("x0", x0, n_nets).shape[1], gs, activation, weights=weights)
+    x = _inputs(x0, n_nets, centered=True)
     t = trace(net, x.transpose(-2, -1), n_nets=n_nets, gen=gen, record={"nonlinearity"})
     return t.stats["nonlinearity"]
 

@@ -35,6 +35,7 @@ Appendices C, D and I.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,9 +43,19 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
+from ..core.scaling import rescaled
 from ..sample.engine import trace
 from ..sample.laws import gaussian, haar_orthogonal
-from .batchnorm import bn_net, first_layer_grads, readout_pass
+from .batchnorm import (
+    _bn_batch,
+    _ints,
+    _ldexp,
+    _matrices,
+    _nonzero_matrices,
+    bn_net,
+    first_layer_grads,
+    readout_pass,
+)
 
 __all__ = ["Chain", "hartley", "isometry_gap_det", "bn_rows", "bn_jacobian_lognorm",
            "batch_of_state", "run_chain", "hitting_time", "square_weights", "tail_sums",
@@ -64,7 +75,8 @@ def isometry_gap_det(x: torch.Tensor) -> torch.Tensor:
     """phi(X) = log(tr(X^T X)/d) - (2/d) log|det X| for square batches (..., d, d).
 
     The determinant form of eq. (5) with n = d; +inf for a singular X (``det X = 0``). Near
-    isometry it resolves gaps down to about 1e-15.
+    isometry it resolves gaps down to about 1e-15. phi is invariant under scaling and is
+    computed at any scale; a zero matrix (0/0) raises.
 
     Examples
     --------
@@ -73,6 +85,13 @@ def isometry_gap_det(x: torch.Tensor) -> torch.Tensor:
     0.0
     """
     x = _square("x", x)
+    _nonzero_matrices("x", x)
+    return _gap_det(x)
+
+
+def _gap_det(x: torch.Tensor) -> torch.Tensor:
+    """:func:`isometry_gap_det` of validated square batches (no zero matrix)."""
+    x = rescaled(x, x.ndim - 2)[0]      # scale-invariant: bit for bit at ordinary scales
     d = x.shape[-1]
     _, logabs = torch.linalg.slogdet(x)
     tr = x.square().sum(dim=(-2, -1))
@@ -80,11 +99,27 @@ def isometry_gap_det(x: torch.Tensor) -> torch.Tensor:
 
 
 def bn_rows(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """BN of eq. (4) and the row norms it divides by: ``(H / ||H_i.||, ||H_i.||)``."""
-    norms = h.norm(dim=-1, keepdim=True)
+    """BN of eq. (4) and the row norms it divides by: ``(H / ||H_i.||, ||H_i.||)``.
+
+    Rows of any finite scale (an exact power-of-two rescaling where their squares would leave
+    float64); a zero row raises.
+
+    Examples
+    --------
+    >>> y, r = bn_rows(torch.tensor([[3.0, 4.0]], dtype=torch.float64))
+    >>> y.tolist(), r.tolist()
+    ([[0.6, 0.8]], [5.0])
+    """
+    return _bn_rows(_matrices("h", h))
+
+
+def _bn_rows(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`bn_rows` of a validated batch."""
+    y, e = rescaled(h, h.ndim - 1)      # bit for bit at ordinary scales (e = 0)
+    norms = y.norm(dim=-1, keepdim=True)
     if (norms == 0).any():
         raise ValueError("h has a zero row: BN(h) is undefined")
-    return h / norms, norms.squeeze(-1)
+    return y / norms, _ldexp(norms.squeeze(-1), e)
 
 
 def bn_jacobian_lognorm(h: torch.Tensor) -> torch.Tensor:
@@ -93,9 +128,7 @@ def bn_jacobian_lognorm(h: torch.Tensor) -> torch.Tensor:
     BN acts on every row separately, so its Jacobian is block diagonal with the blocks
     ``J_f(H_i.) = (I - u u^T) / ||H_i.||`` (``u`` the unit row), of norm ``1 / ||H_i.||``.
     """
-    if not isinstance(h, torch.Tensor) or h.ndim < 2:
-        raise TypeError("h must be a torch.Tensor of matrices (..., d, n)")
-    _, norms = bn_rows(v.tensor("h", h, ndim=h.ndim))
+    _, norms = bn_rows(h)
     return -torch.log(norms.amin(dim=-1))
 
 
@@ -121,7 +154,8 @@ class Chain:
 
 
 def _inputs(x0, n_nets: int) -> torch.Tensor:
-    return v.per_network("x0", x0, n_nets, square=True).to(device=device(), dtype=DTYPE)
+    x = _bn_batch("x0", v.per_network("x0", x0, n_nets, square=True))
+    return x.to(device=device(), dtype=DTYPE)
 
 
 def square_weights(kind: str, n_nets: int, d: int, *, gen: torch.Generator) -> torch.Tensor:
@@ -154,11 +188,12 @@ def square_weights(kind: str, n_nets: int, d: int, *, gen: torch.Generator) -> t
     >>> square_weights("gaussian", 2, 3, gen=generator(0)).shape
     torch.Size([2, 3, 3])
     """
+    kind = v.choice("kind (the weights)", kind, ("orthogonal", "gaussian"))
+    n_nets, d = v.positive_int("n_nets", n_nets), v.positive_int("d", d)
+    gen = v.generator("gen", gen, optional=False)
     if kind == "orthogonal":
         return haar_orthogonal(n_nets, d, d, gen=gen)
-    if kind == "gaussian":
-        return gaussian(n_nets, d, d, 1.0 / d, gen=gen)
-    raise ValueError(f"weights must be 'orthogonal' or 'gaussian', got {kind!r}")
+    return gaussian(n_nets, d, d, 1.0 / d, gen=gen)
 
 
 def batch_of_state(h: torch.Tensor, log_r: torch.Tensor) -> torch.Tensor:
@@ -168,7 +203,8 @@ def batch_of_state(h: torch.Tensor, log_r: torch.Tensor) -> torch.Tensor:
     vectors ``h`` (n_nets, N, d), one per input (a column of the paper's ``X``), and their
     log-norms ``log_r`` (n_nets, N). This returns ``h * exp(log_r - m)`` with ``m`` the largest
     log-norm of the network, i.e. ``X^T / exp(m)``: every scale-invariant statistic of the
-    batch (the isometry gaps, BN) can be taken from it. A zero input (``log_r = -inf``) stays 0.
+    batch (the isometry gaps, BN) can be taken from it. A zero input (``log_r = -inf``) stays 0;
+    a NaN or ``+inf`` log-norm raises.
 
     Examples
     --------
@@ -177,6 +213,20 @@ def batch_of_state(h: torch.Tensor, log_r: torch.Tensor) -> torch.Tensor:
     tensor([[[1.0000, 0.0000],
              [0.0000, 0.5000]]], dtype=torch.float64)
     """
+    h = v.tensor("h", h, ndim=3)
+    if not isinstance(log_r, torch.Tensor) or not log_r.is_floating_point():
+        raise TypeError(f"log_r must be a floating-point tensor, got "
+                        f"{getattr(log_r, 'dtype', type(log_r).__name__)}")
+    if tuple(log_r.shape) != tuple(h.shape[:2]):
+        raise ValueError(f"log_r must have the shape (n_nets, N) = {tuple(h.shape[:2])} of h, "
+                         f"got {tuple(log_r.shape)}")
+    if bool((torch.isnan(log_r) | (log_r == math.inf)).any()):
+        raise ValueError("log_r contains NaN or +inf (only -inf, a zero input, is a log-norm)")
+    return _batch_of_state(h, log_r)
+
+
+def _batch_of_state(h: torch.Tensor, log_r: torch.Tensor) -> torch.Tensor:
+    """:func:`batch_of_state` of a validated state (the engine's own)."""
     m = log_r.amax(dim=1, keepdim=True)
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
     return h * torch.exp(log_r - m).unsqueeze(-1)
@@ -184,7 +234,7 @@ def batch_of_state(h: torch.Tensor, log_r: torch.Tensor) -> torch.Tensor:
 
 def _gap_of_state(h: torch.Tensor, log_r: torch.Tensor) -> torch.Tensor:
     """The engine observer of :func:`isometry_gap_det` (X^T has the determinant of X)."""
-    return isometry_gap_det(batch_of_state(h, log_r))
+    return isometry_gap_det(_batch_of_state(h, log_r))
 
 
 def run_chain(x0: torch.Tensor, depth: int, *, n_nets: int, gen: torch.Generator,
@@ -248,12 +298,18 @@ def hitting_time(gaps: torch.Tensor, threshold: float) -> torch.Tensor:
     >>> hitting_time(gaps, 1.0).tolist()
     [1, 2]
     """
-    if not isinstance(gaps, torch.Tensor) or gaps.ndim != 2:
-        raise TypeError("gaps must be a tensor (depth + 1, n_nets)")
+    if not isinstance(gaps, torch.Tensor) or not gaps.is_floating_point():
+        raise TypeError(f"gaps must be a floating-point tensor (depth + 1, n_nets), got "
+                        f"{getattr(gaps, 'dtype', type(gaps).__name__)}")
+    if gaps.ndim != 2:
+        raise ValueError(f"gaps must have shape (depth + 1, n_nets), got {tuple(gaps.shape)}")
+    if bool((torch.isnan(gaps) | (gaps == -math.inf)).any()):
+        raise ValueError("gaps contains NaN or -inf (a gap is >= 0; +inf, a singular batch, "
+                         "is allowed)")
     threshold = v.positive_float("threshold", threshold)
     below = gaps <= threshold
     if not bool(below.any(dim=0).all()):
-        raise ValueError("some networks never reach the threshold: run a deeper chain")
+        raise ValueError("gaps: some networks never reach the threshold: run a deeper chain")
     return below.to(torch.int64).argmax(dim=0)
 
 
@@ -270,11 +326,19 @@ def tail_sums(values: torch.Tensor, start: torch.Tensor, ends: Sequence[int]) ->
     >>> tail_sums(values, torch.tensor([0, 2]), [1, 3]).tolist()
     [[2.0, 0.0], [12.0, 7.0]]
     """
-    if not isinstance(values, torch.Tensor) or values.ndim != 2:
-        raise TypeError("values must be a tensor (layers, n_nets)")
-    ends = v.widths("ends", list(ends))
+    values = v.tensor("values", values, ndim=2)
+    if not isinstance(start, torch.Tensor) or start.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"start must be an integer tensor (n_nets,), got "
+                        f"{getattr(start, 'dtype', type(start).__name__)}")
+    if tuple(start.shape) != (values.shape[1],):
+        raise ValueError(f"start must have shape (n_nets,) = ({values.shape[1]},), got "
+                         f"{tuple(start.shape)}")
+    if bool((start < 0).any()):
+        raise ValueError("start must hold layers >= 0")
+    ends = _ints("ends", ends)
     if max(ends) >= values.shape[0]:
-        raise ValueError(f"ends must be < {values.shape[0]} (the recorded layers), got {ends}")
+        raise ValueError(f"ends must be < {values.shape[0]} (the layers recorded in values), got "
+                         f"{ends}")
     ell = torch.arange(values.shape[0], device=values.device).unsqueeze(1)
     after = ell > start.unsqueeze(0)
     rows = []
@@ -287,7 +351,11 @@ def tail_sums(values: torch.Tensor, start: torch.Tensor, ends: Sequence[int]) ->
 def _bn_of_spectrum(u: torch.Tensor, s_log: torch.Tensor, vt: torch.Tensor, t: torch.Tensor
                     ) -> torch.Tensor:
     s = torch.exp(t.unsqueeze(-1) * s_log)
-    return bn_rows((u * s.unsqueeze(-2)) @ vt)[0]
+    return _bn_rows((u * s.unsqueeze(-2)) @ vt)[0]
+
+
+#: the largest ``t max|z|`` of :func:`with_isometry_gap`: singular values within e^+-300
+_MAX_LOG_SPREAD = 300.0
 
 
 def hartley(d: int) -> torch.Tensor:
@@ -313,8 +381,8 @@ def with_isometry_gap(d: int, targets: Sequence[float], *, gen: torch.Generator 
     (:func:`hartley`), ``V = I`` and ``z`` is evenly spaced on [-1, 1], so that every target
     gets the same deterministic family of batches. With a generator, ``U, V`` are Haar and
     ``z`` has i.i.d. uniform entries on [-1, 1] (one draw per target). The scale ``t >= 0`` is
-    found by bisection, so that ``phi(X)`` equals the target to ``tol`` relative.
-    Returns (len(targets), d, d).
+    found by bisection, so that ``phi(X)`` equals the target to ``tol`` relative (``tol`` in
+    [1e-15, 1e-3]; a target too large for float64 raises). Returns (len(targets), d, d).
 
     Examples
     --------
@@ -325,10 +393,10 @@ def with_isometry_gap(d: int, targets: Sequence[float], *, gen: torch.Generator 
     d = v.positive_int("d", d)
     if d < 2:
         raise ValueError("d must be >= 2 for a non-zero isometry gap")
-    targets = [v.positive_float(f"targets[{i}]", t) for i, t in enumerate(targets)]
+    targets = v.real_sequence("targets", targets, positive=True)
+    gen = v.generator("gen", gen)
+    tol = v.in_interval("tol", tol, 1e-15, 1e-3, closed_hi=True)
     k = len(targets)
-    if k == 0:
-        raise ValueError("targets must not be empty")
     if gen is None:
         u = hartley(d).expand(k, d, d)
         vt = torch.eye(d, dtype=DTYPE, device=u.device).expand(k, d, d)
@@ -341,39 +409,56 @@ def with_isometry_gap(d: int, targets: Sequence[float], *, gen: torch.Generator 
     goal = torch.tensor(targets, dtype=DTYPE, device=u.device)
     lo = torch.zeros(k, dtype=DTYPE, device=u.device)
     hi = torch.ones(k, dtype=DTYPE, device=u.device)
-    for _ in range(200):  # grow the bracket until phi(hi) >= goal
-        short = isometry_gap_det(_bn_of_spectrum(u, z, vt, hi)) < goal
+    top = z.abs().amax(dim=-1)
+    while True:  # grow the bracket until phi(hi) >= goal
+        short = _gap_det(_bn_of_spectrum(u, z, vt, hi)) < goal
         if not bool(short.any()):
             break
+        if bool((hi * top > _MAX_LOG_SPREAD).any()):
+            raise ValueError(f"targets: a gap in {targets} is beyond the batches that float64 "
+                             "holds (singular values spread over more than e^+-300)")
         hi = torch.where(short, 2 * hi, hi)
-    else:  # pragma: no cover - the gap grows without bound with t
-        raise RuntimeError("could not bracket the target gaps")
     for _ in range(200):
         mid = (lo + hi) / 2
-        above = isometry_gap_det(_bn_of_spectrum(u, z, vt, mid)) > goal
+        above = _gap_det(_bn_of_spectrum(u, z, vt, mid)) > goal
         lo, hi = torch.where(above, lo, mid), torch.where(above, mid, hi)
         if bool(((hi - lo) <= tol * hi).all()):
             break
     x = _bn_of_spectrum(u, z, vt, (lo + hi) / 2)
-    got = isometry_gap_det(x)
+    got = _gap_det(x)
     if not bool(((got - goal).abs() <= 1e3 * tol * goal + 1e-15).all()):
-        raise RuntimeError("bisection did not reach the target gaps")
+        raise ValueError(f"targets: bisection did not reach the gaps {targets} to tol = {tol} "
+                         "(the gap is not resolved in float64 at that scale)")
     return x
 
 
 def one_step_decrease(x: torch.Tensor, n_draws: int, *, gen: torch.Generator) -> torch.Tensor:
     """phi(X) - phi(BN(W X)) for ``n_draws`` Haar draws of W per matrix of ``x`` (k, d, d).
 
-    Returns (k, n_draws). By Lemma B.1 every entry is >= 0 up to rounding.
+    Returns (k, n_draws). By Lemma B.1 every entry is >= 0 up to rounding. Singular
+    matrices (phi = +inf before and after, an undefined difference) raise.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> x = with_isometry_gap(3, [0.5])
+    >>> one_step_decrease(x, 4, gen=generator(0)).shape
+    torch.Size([1, 4])
     """
     x = _square("x", x)
     if x.ndim != 3:
         raise ValueError(f"x must have shape (k, d, d), got {tuple(x.shape)}")
     n_draws = v.positive_int("n_draws", n_draws)
+    gen = v.generator("gen", gen, optional=False)
+    _nonzero_matrices("x", x)
+    before = _gap_det(x)
+    if not bool(torch.isfinite(before).all()):
+        raise ValueError("x must hold non-singular matrices (phi = +inf before and after a "
+                         "layer: the decrease is undefined)")
     k, d = x.shape[0], x.shape[-1]
     w = haar_orthogonal(k * n_draws, d, d, gen=gen).view(k, n_draws, d, d)
-    after = isometry_gap_det(bn_rows(w @ x.unsqueeze(1))[0])
-    return isometry_gap_det(x).unsqueeze(1) - after
+    after = _gap_det(_bn_rows(w @ x.unsqueeze(1))[0])
+    return before.unsqueeze(1) - after
 
 
 def first_layer_grad_op_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
@@ -414,7 +499,7 @@ def first_layer_grad_op_lognorm(x0: torch.Tensor, depths: Sequence[int], *, n_ne
     >>> first_layer_grad_op_lognorm(x0, [1, 4], n_nets=5, gen=generator(0)).shape
     torch.Size([2, 5])
     """
-    ds = v.widths("depths", list(depths))
+    ds = _ints("depths", depths)
     n_nets = v.positive_int("n_nets", n_nets)
     x = _inputs(x0, n_nets)
     p, r = readout_pass(bn_net(x.shape[-1], max(ds)), x, n_nets=n_nets, gen=gen, tops=ds,

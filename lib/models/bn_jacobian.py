@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from ..core import validate as v
+from ..core.scaling import SAFE_EXPONENT
 from . import batchnorm as bnm
 
 __all__ = ["bn_jacobian", "bn_jacobian_norm", "jacobian_lemma_violations"]
@@ -78,7 +79,8 @@ def jacobian_lemma_violations(h: torch.Tensor, *, every: int = 1,
     Parameters
     ----------
     h : torch.Tensor
-        Shape ``(m, d, d)``.
+        Shape ``(m, d, d)``: non-singular, no zero row, entries of ordinary scale (the lemmas
+        are about BN inputs, of trace ``d``).
     every : int
         Stride of the inputs whose full Jacobian is computed.
     tol : float
@@ -105,9 +107,17 @@ def jacobian_lemma_violations(h: torch.Tensor, *, every: int = 1,
         raise ValueError(f"h must hold square matrices (m, d, d), got {tuple(h.shape)}")
     every = v.positive_int("every", every)
     tol = v.positive_float("tol", tol)
+    if bool((torch.frexp(h.abs().amax()).exponent.abs() > SAFE_EXPONENT).any()):
+        raise ValueError(f"h must have entries of ordinary scale (within 2^+-{SAFE_EXPONENT}): "
+                         "the lemmas bound BN inputs, of trace d")
     m, n = h.shape[0], h.shape[-1]
-    lam_min, phi = bnm.gram_eigenvalues(h)[:, 0], bnm.isometry_gap(h)
     min_row = h.norm(dim=-1).min(dim=-1).values
+    if bool((min_row == 0).any()):
+        raise ValueError("h has a zero row: BN and its Jacobian are undefined there")
+    lam_min, phi = bnm.gram_eigenvalues(h)[:, 0], bnm.isometry_gap(h)
+    if bool((lam_min <= 0).any()):
+        raise ValueError("h must hold non-singular matrices (lambda_d > 0): the bounds are "
+                         "vacuous (phi = +inf) and -log lambda_d undefined for singular ones")
     small = phi <= 1 / (16 * n)
     out = {}
     for lemma, value in (("d8", -lam_min.log()), ("d4", -min_row.log())):

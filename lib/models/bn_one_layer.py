@@ -30,8 +30,9 @@ __all__ = ["quasi_spectral_inputs", "one_layer_expectations"]
 def _spread(spread) -> float:
     if isinstance(spread, bool) or not isinstance(spread, (int, float)):
         raise TypeError(f"spread must be a real number, got {type(spread).__name__}")
-    if not (math.isfinite(spread) and spread >= 0):
-        raise ValueError(f"spread must be a finite number >= 0, got {spread!r}")
+    if not (math.isfinite(spread) and 0 <= spread <= bnm.MAX_SPREAD):
+        raise ValueError(f"spread must be a finite number in [0, {bnm.MAX_SPREAD}] (X X^T "
+                         f"stays in float64), got {spread!r}")
     return float(spread)
 
 
@@ -50,7 +51,8 @@ def quasi_spectral_inputs(n_mats: int, d: int, *, spread: float,
     n_mats, d : int
         Number of batches and their size ``d x d``.
     spread : float
-        ``log s`` spreads over ``[-spread, spread]`` (0: orthogonal matrices).
+        ``log s`` spreads over ``[-spread, spread]`` (0: orthogonal matrices), at most
+        :data:`eit.models.batchnorm.MAX_SPREAD`.
     offset : float
         Selects another fixed family.
 
@@ -72,8 +74,7 @@ def quasi_spectral_inputs(n_mats: int, d: int, *, spread: float,
     """
     n_mats, d = v.positive_int("n_mats", n_mats), v.positive_int("d", d)
     spread = _spread(spread)
-    if isinstance(offset, bool) or not isinstance(offset, (int, float)):
-        raise TypeError(f"offset must be a real number, got {type(offset).__name__}")
+    offset = v.finite_real("offset", offset)
     u, vt = (torch.linalg.qr(quasi_normal(n_mats, d, d, offset=offset + t))[0]
              for t in (0.1, 0.2))
     log_s = spread * (2 * torch.from_numpy(quasi_uniform(n_mats, 1, d, offset=offset)) - 1)
@@ -90,7 +91,8 @@ def one_layer_expectations(x: torch.Tensor, n_rotations: int, *,
     Parameters
     ----------
     x : torch.Tensor
-        Shape ``(n_x, d, d)``: the batches (usually ``BN(.)`` of something, trace ``d``).
+        Shape ``(n_x, d, d)``: the batches (usually ``BN(.)`` of something, trace ``d``),
+        non-singular (the isometry of a singular batch is 0, and the ratio undefined).
     n_rotations : int
         Rotations per batch (>= 2, for a standard error).
     gen : torch.Generator
@@ -123,8 +125,13 @@ def one_layer_expectations(x: torch.Tensor, n_rotations: int, *,
     n_rotations = v.positive_int("n_rotations", n_rotations)
     if n_rotations < 2:
         raise ValueError(f"n_rotations must be >= 2 for a standard error, got {n_rotations}")
+    gen = v.generator("gen", gen, optional=False)
     n_x, n = x.shape[0], x.shape[-1]
     x = x.to(device())
+    phi = bnm.isometry_gap(x)
+    if not bool(torch.isfinite(phi).all()):
+        raise ValueError("x must hold non-singular batches (phi = +inf: the isometry is 0 and "
+                         "the gain I(BN(WX))/I(X) undefined)")
     lam = bnm.gram_eigenvalues(x)
     xr = x.repeat_interleave(n_rotations, dim=0)
     xp = haar_orthogonal(n_x * n_rotations, n, n, gen=gen) @ xr          # X' = W X

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 
 from ..core import validate as v
 from ..core.device import DTYPE, device, randn
+from ..core.scaling import rescaled
 from ..sample.engine import trace
 from ..sample.laws import gaussian_fixed
 from ..sample.layers import Conv, ReLU, Residual, Serial, serial
@@ -62,7 +63,8 @@ def block_factor(init: str, kernel: int, channels: int) -> float:
     >>> round(block_factor('standard', 3, 8), 12)
     1.5
     """
-    g = kernel**2 * channels * init_std(init, kernel, channels) ** 2
+    std = init_std(init, kernel, channels)
+    g = kernel**2 * channels * std**2
     return 1.0 + g * g / 2.0
 
 
@@ -132,11 +134,21 @@ class ConvResNet:
         return params + ([self.head] if self.train_head else [])
 
 
+def _counts(name: str, value) -> list[int]:
+    """An int (one stage) or a non-empty sequence of positive ints."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [v.positive_int(name, value)]
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a positive int or a sequence of them, got "
+                        f"{type(value).__name__}")
+    return v.widths(name, list(value))
+
+
 def _stages(channels, blocks) -> list[tuple[int, int]]:
-    chans = v.widths("channels", [channels] if isinstance(channels, int) else channels)
+    chans = _counts("channels", channels)
     if isinstance(blocks, int) and not isinstance(blocks, bool):
         blocks = [blocks] * len(chans)
-    counts = v.widths("blocks", blocks)
+    counts = _counts("blocks", blocks)
     if len(counts) != len(chans):
         raise ValueError(f"blocks must give one count per stage ({len(chans)}), got {blocks!r}")
     return list(zip(chans, counts, strict=True))
@@ -171,11 +183,22 @@ def conv_resnet(init: str, *, channels: int | Sequence[int], blocks: int | Seque
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     stages = _stages(channels, blocks)
+    gen = v.generator("gen", gen, optional=False)
     in_channels = v.positive_int("in_channels", in_channels)
     n_classes = v.positive_int("n_classes", n_classes)
     kernel, padding = _kernel(kernel), _padding(padding)
     if not isinstance(train_head, bool):
         raise TypeError(f"train_head must be a bool, got {type(train_head).__name__}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    if on is not None:
+        if not isinstance(on, (torch.device, str)):
+            raise TypeError(f"on must be a torch.device, a device name or None, got "
+                            f"{type(on).__name__}")
+        try:
+            on = torch.device(on)
+        except RuntimeError as e:
+            raise ValueError(f"on must name a device, got {on!r}: {e}") from None
     c_last = stages[-1][0]
     head_std = (1.0 / math.sqrt(c_last) if head_std is None
                 else v.positive_float("head_std", head_std))
@@ -201,6 +224,9 @@ def conv_resnet(init: str, *, channels: int | Sequence[int], blocks: int | Seque
 def standardize(data: Digits) -> Digits:
     """Per-image standardization (zero mean, unit variance over each image's pixels).
 
+    Exact at any scale of the pixels (standardization is scale-invariant); a constant image
+    (zero variance) raises.
+
     Examples
     --------
     >>> from eit.train.sgd import Digits
@@ -212,11 +238,16 @@ def standardize(data: Digits) -> Digits:
     if not isinstance(data, Digits):
         raise TypeError(f"data must be a Digits split, got {type(data).__name__}")
 
-    def one(x: torch.Tensor) -> torch.Tensor:
+    def one(part: str) -> torch.Tensor:
+        x = rescaled(getattr(data, f"x_{part}"), 1)[0]      # bit for bit at ordinary scales
         dims = tuple(range(1, x.ndim))
-        return (x - x.mean(dim=dims, keepdim=True)) / x.std(dim=dims, keepdim=True)
+        std = x.std(dim=dims, keepdim=True)
+        if bool((std == 0).any()):
+            raise ValueError(f"data: an image of x_{part} is constant (zero variance): it "
+                             "cannot be standardized")
+        return (x - x.mean(dim=dims, keepdim=True)) / std
 
-    return Digits(one(data.x_train), data.y_train, one(data.x_test), data.y_test)
+    return Digits(one("train"), data.y_train, one("test"), data.y_test)
 
 
 def one_stage_net(init: str, *, channels: int, blocks: int, kernel: int = 3,
@@ -307,7 +338,7 @@ def architecture_size(*, in_channels: int, stem_channels: int, channels: Sequenc
     """
     in_channels = v.positive_int("in_channels", in_channels)
     stem_channels = v.positive_int("stem_channels", stem_channels)
-    stages = _stages(list(channels), list(blocks))
+    stages = _stages(channels, blocks)
     kernel = _kernel(kernel)
     convs, weights, c = 1, kernel * kernel * in_channels * stem_channels, stem_channels
     for c_out, count in stages:

@@ -17,7 +17,65 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core.device import DTYPE
-from ..core.validate import in_interval, positive_int, tensor
+from ..core.scaling import rescaled
+from ..core.validate import (
+    finite_real,
+    generator,
+    in_interval,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+    tensor,
+)
+
+
+def _rows(name: str, value, n: int, of: str) -> torch.Tensor:
+    """A non-empty list (or 1-D integer tensor) of distinct indices of the ``n`` rows of the
+    argument ``of``."""
+    if isinstance(value, torch.Tensor):
+        if value.dtype not in (torch.int32, torch.int64) or value.ndim != 1:
+            raise TypeError(f"{name} must be a 1-D integer tensor or a list of ints, got "
+                            f"{value.dtype} of shape {tuple(value.shape)}")
+        idx = value.to(torch.long)
+    else:
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise TypeError(f"{name} must be a sequence of ints, got {type(value).__name__}")
+        value = list(value)
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+            raise TypeError(f"{name} must hold ints, got {value!r}")
+        idx = torch.tensor(value, dtype=torch.long)
+    if idx.numel() == 0:
+        raise ValueError(f"{name} must not be empty")
+    if bool(((idx < 0) | (idx >= n)).any()):
+        raise ValueError(f"{name} must hold indices of the {n} rows of {of}, in [0, {n}), got "
+                         f"{idx.tolist()}")
+    if idx.unique().numel() != idx.numel():
+        raise ValueError(f"{name} must hold distinct indices, got {idx.tolist()}")
+    return idx
+
+
+def _labels(labels, n: int, r: int, device: torch.device | None = None) -> torch.Tensor:
+    """``n`` int labels in ``[0, r)``: an integer tensor or a sequence of ints (int64, on
+    ``device``; a tensor stays on its own device where ``device`` is None)."""
+    if isinstance(labels, torch.Tensor):
+        if labels.dtype not in (torch.int32, torch.int64):
+            raise TypeError(f"labels must be an integer tensor, got {labels.dtype}")
+    elif isinstance(labels, (str, bytes)) or not hasattr(labels, "__iter__") or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in labels):
+        raise TypeError(f"labels must be ints (a tensor or a sequence), got {labels!r:.60}")
+    labels = torch.as_tensor(labels, dtype=torch.long, device=device)
+    if labels.shape != (n,):
+        raise ValueError(f"labels must hold n = {n} ints (one per row of x), got shape "
+                         f"{tuple(labels.shape)}")
+    if bool(((labels < 0) | (labels >= r)).any()):
+        raise ValueError(f"labels must lie in [0, r) = [0, {r})")
+    return labels
+
+
+def _squares_finite(name: str, x: torch.Tensor) -> None:
+    """The construction squares the points' norms: refuse points whose squares overflow."""
+    if not bool(torch.isfinite((x * x).sum(-1)).all()):
+        raise ValueError(f"{name} is too large: its squared norms exceed float64")
 
 
 def unit_sphere(n: int, d: int, *, gen: torch.Generator) -> torch.Tensor:
@@ -30,12 +88,16 @@ def unit_sphere(n: int, d: int, *, gen: torch.Generator) -> torch.Tensor:
     tensor([1., 1., 1.], dtype=torch.float64)
     """
     n, d = positive_int("n", n), positive_int("d", d)
+    gen = generator("gen", gen, optional=False)
     x = torch.randn(n, d, generator=gen, device=gen.device, dtype=DTYPE)
     return x / x.norm(dim=1, keepdim=True)
 
 
 def min_sq_distance(x) -> float:
     """min_{i != j} ||x_i - x_j||^2: the largest rho for which Assumption 3.1 holds.
+
+    At any scale of ``x`` (an exact power-of-two rescaling); a distance whose square
+    exceeds float64 raises, and one below it rounds to 0 (as do repeated points).
 
     Examples
     --------
@@ -45,10 +107,15 @@ def min_sq_distance(x) -> float:
     x = tensor("x", x, ndim=2)
     if x.shape[0] < 2:
         raise ValueError(f"x needs at least 2 points, got {x.shape[0]}")
+    y, e = rescaled(x.reshape(1, -1), 1)     # one power of two for all points: exact
+    x = y.reshape(x.shape)
     sq = (x * x).sum(1)
     dist = sq[:, None] + sq[None, :] - 2 * x @ x.T
     dist.fill_diagonal_(math.inf)
-    return float(dist.min())
+    try:
+        return math.ldexp(float(dist.min()), 2 * int(e[0]))
+    except OverflowError:
+        raise ValueError("x is too large: its squared distances exceed float64") from None
 
 
 def block(h, U, V, s) -> torch.Tensor:
@@ -61,7 +128,15 @@ def block(h, U, V, s) -> torch.Tensor:
     tensor([[1., 1.]], dtype=torch.float64)
     """
     h = tensor("h", h, ndim=2)
-    return torch.relu(h @ U.T + s) @ V.T
+    U, V, s = tensor("U", U, ndim=2), tensor("V", V, ndim=2), tensor("s", s, ndim=1)
+    if U.shape[1] != h.shape[1] or s.shape != (U.shape[0],) or V.shape[1] != U.shape[0]:
+        raise ValueError(f"U (m, k), V (k', m) and s (m,) must compose with h (n, k): got U "
+                         f"{tuple(U.shape)}, V {tuple(V.shape)}, s {tuple(s.shape)}, h "
+                         f"{tuple(h.shape)}")
+    out = torch.relu(h @ U.T + s) @ V.T
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError("h, U, V, s: the block's output exceeds float64")
+    return out
 
 
 def lemma_b1(alpha, S, target, rho_p: float, *, skip=None) -> tuple[torch.Tensor, ...]:
@@ -81,16 +156,22 @@ def lemma_b1(alpha, S, target, rho_p: float, *, skip=None) -> tuple[torch.Tensor
     (2, 1)
     """
     alpha = tensor("alpha", alpha, ndim=2)
-    rho_p = in_interval("rho_p", rho_p, 0.0, 0.5)
-    S = torch.as_tensor(S, dtype=torch.long)
+    _squares_finite("alpha", alpha)
+    rho_p = in_interval("rho_p", finite_real("rho_p", rho_p), 0.0, 0.5)
+    S = _rows("S", S, alpha.shape[0], "alpha").to(alpha.device)
     target = tensor("target", target, ndim=2)
-    if S.ndim != 1 or S.numel() == 0 or target.shape[0] != S.numel():
-        raise ValueError(f"S must be a non-empty index list with one target row each, got "
-                         f"{S.numel()} indices and {target.shape[0]} targets")
+    if target.shape[0] != S.numel():
+        raise ValueError(f"S must have one row of target per index, got {S.numel()} indices "
+                         f"and {target.shape[0]} target rows")
+    if skip is not None and not callable(skip):
+        raise TypeError(f"skip must be callable or None, got {type(skip).__name__}")
     U = alpha[S]
     t = 1 - 2 * rho_p
     margin = (U * U).sum(1) - t
     base = U if skip is None else skip(U)
+    if not isinstance(base, torch.Tensor) or base.shape != target.shape:
+        raise ValueError(f"skip must map the rows of alpha to target's shape "
+                         f"{tuple(target.shape)}, got {getattr(base, 'shape', base)!r}")
     # A point with ||alpha_i||^2 <= 1 - 2 rho' never activates its unit: it cannot be moved,
     # its column of V is set to 0 (the hypotheses of the lemma fail for it).
     ok = margin > 0
@@ -117,8 +198,9 @@ def lemma_b1_conditions(alpha, S, rho_p: float) -> dict[str, bool]:
     True
     """
     alpha = tensor("alpha", alpha, ndim=2)
-    rho_p = in_interval("rho_p", rho_p, 0.0, 0.5)
-    S = torch.as_tensor(S, dtype=torch.long)
+    _squares_finite("alpha", alpha)
+    rho_p = in_interval("rho_p", finite_real("rho_p", rho_p), 0.0, 0.5)
+    S = _rows("S", S, alpha.shape[0], "alpha").to(alpha.device)
     sq = (alpha * alpha).sum(1)
     gram = alpha[S] @ alpha.T                       # |S| x n
     dist2 = sq[S][:, None] + sq[None, :] - 2 * gram
@@ -177,6 +259,7 @@ def skip_map(h: torch.Tensor, r: int) -> torch.Tensor:
     >>> skip_map(torch.ones(1, 3, dtype=torch.float64), 2)
     tensor([[1., 1.]], dtype=torch.float64)
     """
+    h, r = tensor("h", h, ndim=2), positive_int("r", r)
     k = h.shape[1]
     if r <= k:
         return h[:, :r]
@@ -204,11 +287,11 @@ def build(x, labels, r: int, k: int, rho_p: float, *,
     2
     """
     x = tensor("x", x, ndim=2)
-    labels = torch.as_tensor(labels, dtype=torch.long)
+    _squares_finite("x", x)
     r, k = positive_int("r", r), positive_int("k", k)
-    if labels.shape != (x.shape[0],) or labels.min() < 0 or labels.max() >= r:
-        raise ValueError(f"labels must be {x.shape[0]} ints in [0, r={r})")
-    rho_p = in_interval("rho_p", rho_p, 0.0, 0.5)
+    labels = _labels(labels, x.shape[0], r)
+    rho_p = in_interval("rho_p", finite_real("rho_p", rho_p), 0.0, 0.5)
+    gen = generator("gen", gen, optional=False)
     if not isinstance(project, bool):
         raise TypeError(f"project must be a bool, got {type(project).__name__}")
     n, d = x.shape
@@ -250,9 +333,12 @@ def forward(net: ResidualConstruction, x) -> tuple[torch.Tensor, torch.Tensor]:
     >>> forward(net, x)[1].shape
     torch.Size([4, 2])
     """
-    x = tensor("x", x, ndim=2)
     if not isinstance(net, ResidualConstruction):
         raise TypeError(f"net must be a ResidualConstruction, got {type(net).__name__}")
+    x = tensor("x", x, ndim=2)
+    if x.shape[1] != net.A0.shape[1]:
+        raise ValueError(f"x must have shape (n, d) with d = {net.A0.shape[1]} (the inputs of "
+                         f"net), got {tuple(x.shape)}")
     h = x.to(net.A0.device) @ net.A0.T      # the points meet the weights
     for U, V, s in net.blocks:
         h = h + block(h, U, V, s)
@@ -286,12 +372,13 @@ def k_for(n: int, rho: float, c: float = 10.0) -> int:
     47
     """
     n = positive_int("n", n)
-    rho = in_interval("rho", rho, 0.0, 4.0, closed_hi=True)
-    if rho == 0:
-        raise ValueError("rho must be > 0")
-    if isinstance(c, bool) or not isinstance(c, (int, float)) or c <= 0:
-        raise ValueError(f"c must be a positive number, got {c!r}")
-    return math.ceil(c * math.log(n) / rho**2)
+    rho = in_interval("rho", positive_float("rho", rho), 0.0, 4.0, closed_hi=True)
+    c = positive_float("c", c)
+    width = c * math.log(n) / rho**2 if rho**2 > 0 else math.inf
+    if not math.isfinite(width):
+        raise ValueError(f"rho and c give a width c log(n) / rho^2 beyond float64 (rho = {rho!r}"
+                         f", c = {c!r})")
+    return math.ceil(width)
 
 
 __all__ = ["unit_sphere", "min_sq_distance", "block", "lemma_b1", "lemma_b1_conditions",
@@ -322,6 +409,7 @@ def random_labelled(n: int, d: int, r: int, *,
     ((5, 3), True)
     """
     n, d, r = positive_int("n", n), positive_int("d", d), positive_int("r", r)
+    gen = generator("gen", gen, optional=False)
     x = unit_sphere(n, d, gen=gen)
     labels = torch.randint(0, r, (n,), generator=gen, device=gen.device)
     return x, labels
@@ -346,9 +434,7 @@ def label_errors(net: ResidualConstruction, x, labels) -> torch.Tensor:
     True
     """
     _, y_hat = forward(net, x)
-    labels = torch.as_tensor(labels, dtype=torch.long, device=y_hat.device)
-    if labels.shape != (y_hat.shape[0],):
-        raise ValueError(f"labels must hold {y_hat.shape[0]} ints, got {tuple(labels.shape)}")
+    labels = _labels(labels, y_hat.shape[0], net.r, y_hat.device)
     one_hot = torch.eye(net.r, dtype=torch.float64, device=y_hat.device)[labels]
     return (y_hat - one_hot).abs().amax(1)
 
@@ -374,8 +460,7 @@ def block_log(net: ResidualConstruction, tol: float) -> list[tuple[bool, bool]]:
     """
     if not isinstance(net, ResidualConstruction):
         raise TypeError(f"net must be a ResidualConstruction, got {type(net).__name__}")
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
-        raise ValueError(f"tol must be a number >= 0, got {tol!r}")
+    tol = nonnegative_float("tol", tol)
     return [(c["norms"] and c["corrected"], e <= tol)
             for c, e in zip(net.conditions, net.block_errors, strict=True)]
 

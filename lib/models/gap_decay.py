@@ -44,7 +44,8 @@ def alternating_diagonal(d: int, phi: float) -> torch.Tensor:
     d : int
         The width and batch size, even.
     phi : float
-        The isometry gap, ``> 0``.
+        The isometry gap, ``> 0``, small enough that ``1 - delta`` is not 0 in float64
+        (about ``phi < 18``; a larger gap raises).
 
     Returns
     -------
@@ -61,7 +62,12 @@ def alternating_diagonal(d: int, phi: float) -> torch.Tensor:
     if d % 2:
         raise ValueError(f"d must be even, got {d}")
     phi = v.positive_float("phi", phi)
-    delta = math.sqrt(1 - math.exp(-2 * phi))
+    # 1 - exp(-2 phi) by expm1 where the subtraction cancels (phi < 1e-4); the direct form
+    # elsewhere keeps the batches of the committed chapters bit for bit
+    delta = math.sqrt(-math.expm1(-2 * phi) if phi < 1e-4 else 1 - math.exp(-2 * phi))
+    if 1 - delta <= 0:
+        raise ValueError(f"phi is too large for float64 (1 - delta rounds to 0, a singular "
+                         f"batch): got {phi!r}")
     s2 = torch.tensor([1 + delta, 1 - delta] * (d // 2), dtype=DTYPE)
     return torch.diag(s2.sqrt())
 
@@ -105,8 +111,9 @@ def mean_ratio_after(gaps: torch.Tensor, threshold: float, steps: int) -> torch.
     steps = v.positive_int("steps", steps)
     entry = (g < threshold).double().argmax(dim=1)
     if not bool((g[:, 0] >= threshold).all() and (entry + steps < g.shape[1]).all()):
-        raise ValueError("the chain is too short (or starts below threshold) to observe "
-                         f"{steps} layers after the gap falls below {threshold}")
+        raise ValueError(f"gaps: the chain is too short (or starts below threshold = "
+                         f"{threshold}) to observe steps = {steps} layers after the gap falls "
+                         "below it")
     window = (entry.view(-1, 1) + torch.arange(steps, device=g.device)).clamp_max(g.shape[1] - 2)
     return (g[:, 1:] / g[:, :-1]).gather(1, window).mean(dim=1)
 
@@ -115,7 +122,7 @@ def non_increasing_steps(gaps: Sequence[torch.Tensor], *, rtol: float = 1e-9,
                          atol: float = 1e-15) -> Proportion:
     """The fraction of steps ``l -> l+1`` of all networks with ``phi_{l+1} <= phi_l``
     (up to ``rtol * phi_l + atol``, the rounding of the gap), over several runs, each a table
-    of gaps ``(depth + 1, n_nets)``.
+    of finite gaps ``(depth + 1, n_nets)`` with at least one step (depth >= 1).
 
     Examples
     --------
@@ -123,8 +130,16 @@ def non_increasing_steps(gaps: Sequence[torch.Tensor], *, rtol: float = 1e-9,
     >>> non_increasing_steps([g]).successes
     1
     """
+    if isinstance(gaps, (str, bytes, torch.Tensor)) or not isinstance(gaps, Sequence):
+        raise TypeError(f"gaps must be a sequence of tensors (depth + 1, n_nets), got "
+                        f"{type(gaps).__name__}")
     gaps = [v.tensor(f"gaps[{i}]", g, ndim=2) for i, g in enumerate(gaps)]
     if not gaps:
         raise ValueError("gaps must not be empty")
+    for i, g in enumerate(gaps):
+        if g.shape[0] < 2:
+            raise ValueError(f"gaps[{i}] must have at least 2 rows (one step), got shape "
+                             f"{tuple(g.shape)}")
+    rtol, atol = v.nonnegative_float("rtol", rtol), v.nonnegative_float("atol", atol)
     ok = sum(int((g[1:] <= g[:-1] * (1 + rtol) + atol).sum()) for g in gaps)
     return proportion(ok, sum(g[1:].numel() for g in gaps))

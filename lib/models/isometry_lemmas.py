@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 
 from ..core import validate as v
+from ..core.scaling import rescaled
 from . import batchnorm as bnm
 
 __all__ = ["isometry_gap_logdet", "isometry_lemma_checks"]
@@ -31,7 +32,9 @@ def isometry_gap_logdet(x: torch.Tensor) -> torch.Tensor:
     Returns
     -------
     torch.Tensor
-        Shape ``(...)``; may fall below 0 by rounding (that is the point: it shows how far).
+        Shape ``(...)``; may fall below 0 by rounding (that is the point: it shows how far);
+        +inf for a singular matrix. Scale-invariant, computed at any scale; a zero matrix
+        (0/0) raises.
 
     References
     ----------
@@ -46,6 +49,9 @@ def isometry_gap_logdet(x: torch.Tensor) -> torch.Tensor:
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"x must hold square matrices (..., n, n), got {tuple(x.shape)}")
+    x = v.tensor("x", x, ndim=x.ndim)
+    bnm._nonzero_matrices("x", x)
+    x = rescaled(x, x.ndim - 2)[0]      # scale-invariant: bit for bit at ordinary scales
     n = x.shape[-1]
     return (torch.log((x * x).sum((-2, -1)) / n)
             - 2 / n * torch.linalg.slogdet(x).logabsdet)
@@ -58,9 +64,9 @@ def isometry_lemma_checks(x: torch.Tensor, w: torch.Tensor, *,
     Parameters
     ----------
     x : torch.Tensor
-        Batches, shape ``(m, d, d)``.
+        Batches, shape ``(m, d, d)``, non-singular.
     w : torch.Tensor
-        Orthogonal matrices, shape ``(m, d, d)``.
+        Orthogonal matrices, shape ``(m, d, d)`` (to 1e-8).
     rtol : float
         Relative margin of the two Lemma C.1 tests (against rounding).
 
@@ -101,8 +107,14 @@ def isometry_lemma_checks(x: torch.Tensor, w: torch.Tensor, *,
         raise ValueError(f"x and w must be stacks of square matrices of one shape, got "
                          f"{tuple(x.shape)} and {tuple(w.shape)}")
     rtol = v.positive_float("rtol", rtol)
+    eye = torch.eye(x.shape[-1], dtype=w.dtype, device=w.device)
+    if not bool(((w.mT @ w - eye).abs() <= 1e-8).all()):
+        raise ValueError("w must hold orthogonal matrices (W^T W = I to 1e-8)")
     d = x.shape[-1]
     phi, y, xp = bnm.isometry_gap(x), bnm.bn(x), w @ x
+    if not bool(torch.isfinite(phi).all()):
+        raise ValueError("x must hold non-singular batches (phi = +inf: the invariances and "
+                         "gains are undefined)")
     moved = torch.stack([bnm.isometry_gap(m) for m in (7 * x, xp, x @ w)])
     x_deg = torch.cat([x[..., :-1], -2 * x[..., :1]], dim=-1)
     gain = bnm.isometry(bnm.bn(xp)) / bnm.isometry(x)

@@ -35,6 +35,7 @@ from ..exact import bn_budget as bb
 from ..sample.laws import haar_orthogonal
 from ..verdicts import stats
 from . import bn_chain as bc
+from .batchnorm import _ints
 
 __all__ = ["Budget", "PARTS", "measure", "over_bounds", "to_arrays", "from_arrays",
            "lemma_d12_gap"]
@@ -76,7 +77,7 @@ def measure(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
     Parameters
     ----------
     x0 : torch.Tensor
-        One BN output batch, shape (d, d), d >= 2.
+        One BN output batch, shape (d, d), d >= 2, non-singular (phi0 finite).
     depths : sequence of int
         The depths L at which the sums are taken (positive).
     n_nets : int
@@ -101,10 +102,18 @@ def measure(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
     (1.0, (3,), (2, 3), (2, 3))
     """
     x0 = v.tensor("x0", x0, ndim=2)
+    if x0.shape[0] != x0.shape[1] or x0.shape[0] < 2:
+        raise ValueError(f"x0 must be a square batch (d, d) with d >= 2, got {tuple(x0.shape)}")
+    if bool((x0 == 0).all()):
+        raise ValueError("x0 must not be zero (phi0 = 0/0)")
     d = x0.shape[-1]
-    depths = v.widths("depths", list(depths))
+    depths = _ints("depths", depths)
+    n_nets = v.positive_int("n_nets", n_nets)
     thr = bb.threshold(d)
     phi0 = float(bc.isometry_gap_det(x0))
+    if not math.isfinite(phi0):
+        raise ValueError("x0 must be non-singular (phi0 = +inf: the chain never reaches the "
+                         "threshold)")
     extra = int(3 * (d + 2) * math.log(16 * d * phi0)) if phi0 > thr else 0
     chain = bc.run_chain(x0, max(depths) + 1 + extra, n_nets=n_nets, gen=gen)
     start = bc.hitting_time(chain.gaps, thr)
@@ -145,7 +154,13 @@ def over_bounds(budget: Budget, d: int, depths: Sequence[int]
     """
     if not isinstance(budget, Budget):
         raise TypeError(f"budget must be a Budget, got {type(budget).__name__}")
-    depths = v.widths("depths", list(depths))
+    d = v.positive_int("d", d)
+    depths = _ints("depths", depths)
+    v.positive_float("budget.phi0", budget.phi0)
+    d6, d3 = v.tensor("budget.d6", budget.d6, ndim=2), v.tensor("budget.d3", budget.d3, ndim=2)
+    if d6.shape != d3.shape:
+        raise ValueError(f"budget.d6 and budget.d3 must have one shape (len(depths), n_nets), "
+                         f"got {tuple(d6.shape)} and {tuple(d3.shape)}")
     if budget.d6.shape[0] != len(depths):
         raise ValueError(f"depths must name the budget's {budget.d6.shape[0]} rows, got "
                          f"{depths}")
@@ -172,6 +187,18 @@ def to_arrays(runs: Mapping[tuple[int, str], Budget], dims: Sequence[int]
     >>> sorted(arrays), arrays["d2_far_d6"].shape
     (['d2_far_S', 'd2_far_d3', 'd2_far_d6', 'd2_far_phi0'], (2, 1))
     """
+    if not isinstance(runs, Mapping):
+        raise TypeError(f"runs must be a mapping (width, input name) -> Budget, got "
+                        f"{type(runs).__name__}")
+    for key, budget in runs.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], int)
+                and isinstance(key[1], str) and "_" not in key[1]):
+            raise ValueError(f"runs must be keyed by (width, input name without '_'), got "
+                             f"{key!r}")
+        if not isinstance(budget, Budget):
+            raise TypeError(f"runs[{key!r}] must be a Budget, got {type(budget).__name__}")
+    dims = _ints("dims", dims)
+
     def stored(part: str, x) -> np.ndarray:   # the results leave the device here, once
         x = x.detach().cpu() if isinstance(x, torch.Tensor) else x
         if part in ("d6", "d3"):        # stored (n_nets, len(depths)), C-ordered as in data/
@@ -200,16 +227,30 @@ def from_arrays(arrays: Mapping[str, np.ndarray], provenance: dict,
     >>> got[2, "far"].phi0, tuple(got[2, "far"].d6.shape)
     (0.5, (1, 2))
     """
-    stored = provenance["meta"]["depths"]
+    if not isinstance(arrays, Mapping):
+        raise TypeError(f"arrays must be a mapping of names to arrays, got "
+                        f"{type(arrays).__name__}")
+    meta = provenance.get("meta") if isinstance(provenance, Mapping) else None
+    if not isinstance(meta, Mapping) or not all(
+            isinstance(meta.get(key), Sequence) and not isinstance(meta.get(key), str)
+            for key in ("dims", "depths")):
+        raise ValueError(f"provenance must hold meta with the stored 'dims' and 'depths', got "
+                         f"{provenance!r:.80}")
+    depths = _ints("depths", depths)
+    stored = list(meta["depths"])
     missing = [L for L in depths if L not in stored]
     if missing:
         raise ValueError(f"depths {missing} are not stored (stored: {stored})")
     cols = [stored.index(L) for L in depths]
     runs = {}
-    for n in provenance["meta"]["dims"]:
-        names = sorted({k.split("_")[1] for k in arrays if k.startswith(f"d{n}_")})
+    for n in meta["dims"]:
+        names = sorted({k.split("_")[1] for k in arrays
+                        if isinstance(k, str) and k.startswith(f"d{n}_")})
         for name in names:
-            a = {p: torch.from_numpy(arrays[f"d{n}_{name}_{p}"]) for p in PARTS}
+            keys = [f"d{n}_{name}_{p}" for p in PARTS]
+            if not all(isinstance(arrays.get(k), np.ndarray) for k in keys):
+                raise ValueError(f"arrays must hold the NumPy arrays {keys}")
+            a = {p: torch.from_numpy(arrays[k]) for p, k in zip(PARTS, keys, strict=True)}
             # stored (n_nets, len(stored depths)); the Budget is (len(depths), n_nets)
             runs[n, name] = Budget(float(a["phi0"]), a["S"], a["d6"][:, cols].T,
                                    a["d3"][:, cols].T)
@@ -235,6 +276,9 @@ def lemma_d12_gap(d: int, *, gen: torch.Generator) -> float:
     True
     """
     d = v.positive_int("d", d)
+    if d < 2:
+        raise ValueError("d must be >= 2 (a BN row of one entry has a zero Jacobian)")
+    gen = v.generator("gen", gen, optional=False)
     x = bc.bn_rows(randn(d, d, gen=gen))[0]
     w = haar_orthogonal(1, d, d, gen=gen)[0]
     jac = torch.autograd.functional.jacobian(lambda z: bc.bn_rows(w @ z)[0], x)

@@ -20,12 +20,14 @@ of its inputs (float64 in the book).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.linalg as sla
 import sympy as sp
 import torch
 
+from ..core import validate as v
 from ..core.validate import in_interval, positive_float, positive_int, tensor
 
 
@@ -42,6 +44,41 @@ def _square(name: str, M, d: int) -> torch.Tensor:
     if M.shape[-2:] != (d, d):
         raise ValueError(f"{name} must end in ({d}, {d}), got {tuple(M.shape)}")
     return M
+
+
+def _finite(out: torch.Tensor, what: str, names: str) -> torch.Tensor:
+    """``out`` itself; computed from finite arguments, a non-finite entry is an overflow."""
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError(f"{what} overflows {out.dtype}: {names} too large in scale")
+    return out
+
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
+def _cholesky(name: str, Sigma: torch.Tensor) -> torch.Tensor:
+    """The Cholesky factor of a covariance, refused by name unless positive definite."""
+    chol, info = torch.linalg.cholesky_ex(Sigma)
+    if bool((info != 0).any()):
+        raise ValueError(f"{name} must be positive definite (x ~ N(0, {name}) is drawn through "
+                         "its Cholesky factor)")
+    return chol
+
+
+def _fro(x: torch.Tensor) -> torch.Tensor:
+    """Frobenius norms of the matrices of ``x`` (..., m, n), without overflow or underflow.
+
+    The plain norm where it is safe (so that ordinary values are unchanged to the bit); the
+    norm of the matrix divided by its largest entry, times that entry, elsewhere.
+    """
+    plain = torch.linalg.matrix_norm(x)
+    big = x.abs().amax((-2, -1))
+    scale = torch.where(big > 0, big, torch.ones_like(big))
+    scaled = torch.linalg.matrix_norm(x / scale[..., None, None]) * scale
+    return torch.where(torch.isfinite(plain) & (plain > 1e-150), plain, scaled)
 
 
 def _eye(A: torch.Tensor) -> torch.Tensor:
@@ -64,9 +101,52 @@ def _chain(A: torch.Tensor, lo: int, hi: int, *, reverse: bool = False,
     return out
 
 
+# --- unchecked kernels (arguments already validated; used inside the iterations) -----------
+def _excess(A: torch.Tensor, R: torch.Tensor, Sigma: torch.Tensor) -> torch.Tensor:
+    E = _chain(A, 1, A.shape[-3]) - R
+    return torch.einsum("...ij,...jk,...ik->...", E, Sigma, E)
+
+
+def _grad(A: torch.Tensor, R: torch.Tensor, Sigma: torch.Tensor) -> torch.Tensor:
+    ell = A.shape[-3]
+    E = _chain(A, 1, ell) - R
+    out = [2 * _chain(A, i + 1, ell).transpose(-1, -2) @ E @ Sigma
+           @ _chain(A, 1, i - 1).transpose(-1, -2) for i in range(1, ell + 1)]
+    return torch.stack(out, dim=-3)
+
+
+def _product_standard(W: torch.Tensor) -> torch.Tensor:
+    out = W[..., 0, :, :]
+    for j in range(1, W.shape[-3]):
+        out = W[..., j, :, :] @ out
+    return out
+
+
+def _excess_standard(W: torch.Tensor, R: torch.Tensor, Sigma: torch.Tensor) -> torch.Tensor:
+    E = _product_standard(W) - R
+    return torch.einsum("...ij,...jk,...ik->...", E, Sigma, E)
+
+
+def _losses(A: torch.Tensor, R: torch.Tensor, x: torch.Tensor, xi: torch.Tensor
+            ) -> torch.Tensor:
+    E = _chain(A, 1, A.shape[-3]) - R
+    r = x @ E.transpose(-1, -2) - xi
+    return (r * r).sum(-1)
+
+
+def _project(A: torch.Tensor, tau: float) -> torch.Tensor:
+    U, s, Vh = torch.linalg.svd(A)
+    return U @ torch.diag_embed(s.clamp(max=tau)) @ Vh
+
+
 # --------------------------------------------------------------------- risk and gradient
 def end_to_end(A) -> torch.Tensor:
     """The end-to-end map (I + A_l) ... (I + A_1) of eq. (2.1).
+
+    Raises
+    ------
+    ValueError
+        ``A`` is not a finite (..., l, d, d) tensor, or the product overflows.
 
     Examples
     --------
@@ -76,7 +156,7 @@ def end_to_end(A) -> torch.Tensor:
             [0., 1.]], dtype=torch.float64)
     """
     A = _weights("A", A)
-    return _chain(A, 1, A.shape[-3])
+    return _finite(_chain(A, 1, A.shape[-3]), "the end-to-end map", "A is")
 
 
 def error_matrix(A, R) -> torch.Tensor:
@@ -90,7 +170,8 @@ def error_matrix(A, R) -> torch.Tensor:
     0.0
     """
     A = _weights("A", A)
-    return end_to_end(A) - _square("R", R, A.shape[-1])
+    R = _square("R", R, A.shape[-1])
+    return _finite(_chain(A, 1, A.shape[-3]) - R, "the error matrix E", "A or R is")
 
 
 def excess_risk(A, R, Sigma) -> torch.Tensor:
@@ -104,9 +185,9 @@ def excess_risk(A, R, Sigma) -> torch.Tensor:
     2.0
     """
     A = _weights("A", A)
-    E = error_matrix(A, R)
-    Sigma = _square("Sigma", Sigma, A.shape[-1])
-    return torch.einsum("...ij,...jk,...ik->...", E, Sigma, E)
+    d = A.shape[-1]
+    R, Sigma = _square("R", R, d), _square("Sigma", Sigma, d)
+    return _finite(_excess(A, R, Sigma), "the excess risk", "A, R or Sigma is")
 
 
 def population_risk(A, R, Sigma) -> torch.Tensor:
@@ -144,9 +225,8 @@ def sample_loss(A, R, x, xi) -> torch.Tensor:
     if x.shape[-1] != d or xi.shape != x.shape:
         raise ValueError(f"x and xi must both have shape (n, {d}), got {tuple(x.shape)} "
                          f"and {tuple(xi.shape)}")
-    E = error_matrix(A, R)
-    r = x @ E.transpose(-1, -2) - xi
-    return (r * r).sum(-1)
+    R = _square("R", R, d)
+    return _finite(_losses(A, R, x, xi), "the loss", "A, R, x or xi is")
 
 
 def gradient_printed(A, R, Sigma) -> torch.Tensor:
@@ -164,10 +244,11 @@ def gradient_printed(A, R, Sigma) -> torch.Tensor:
     """
     A = _weights("A", A)
     ell, d = A.shape[-3], A.shape[-1]
-    E, Sigma = error_matrix(A, R), _square("Sigma", Sigma, d)
+    R, Sigma = _square("R", R, d), _square("Sigma", Sigma, d)
+    E = _chain(A, 1, ell) - R
     out = [2 * _chain(A, i + 1, ell, transpose=True) @ E @ Sigma
            @ _chain(A, 1, i - 1, transpose=True) for i in range(1, ell + 1)]
-    return torch.stack(out, dim=-3)
+    return _finite(torch.stack(out, dim=-3), "eq. (2.5)", "A, R or Sigma is")
 
 
 def gradient(A, R, Sigma) -> torch.Tensor:
@@ -183,15 +264,16 @@ def gradient(A, R, Sigma) -> torch.Tensor:
     True
     """
     A = _weights("A", A)
-    ell, d = A.shape[-3], A.shape[-1]
-    E, Sigma = error_matrix(A, R), _square("Sigma", Sigma, d)
-    out = [2 * _chain(A, i + 1, ell).transpose(-1, -2) @ E @ Sigma
-           @ _chain(A, 1, i - 1).transpose(-1, -2) for i in range(1, ell + 1)]
-    return torch.stack(out, dim=-3)
+    d = A.shape[-1]
+    R, Sigma = _square("R", R, d), _square("Sigma", Sigma, d)
+    return _finite(_grad(A, R, Sigma), "the gradient", "A, R or Sigma is")
 
 
 def gradient_autograd(A, R, Sigma) -> torch.Tensor:
     """The gradient of :func:`population_risk` by reverse-mode automatic differentiation.
+
+    One gradient per element of the batch that ``A``, ``R`` and ``Sigma`` broadcast to (the
+    shape :func:`gradient` returns).
 
     Examples
     --------
@@ -200,13 +282,27 @@ def gradient_autograd(A, R, Sigma) -> torch.Tensor:
     >>> gradient_autograd(A, R, R).abs().max()
     tensor(0., dtype=torch.float64)
     """
-    A = _weights("A", A).detach().clone().requires_grad_(True)
-    population_risk(A, R, Sigma).sum().backward()
-    return A.grad.detach()
+    A = _weights("A", A)
+    d = A.shape[-1]
+    R, Sigma = _square("R", R, d), _square("Sigma", Sigma, d)
+    try:
+        batch = torch.broadcast_shapes(A.shape[:-3], R.shape[:-2], Sigma.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"A, R and Sigma must have broadcastable batch shapes, got "
+                         f"{tuple(A.shape)}, {tuple(R.shape)} and {tuple(Sigma.shape)}") from None
+    A = A.detach().expand(*batch, *A.shape[-3:]).clone().requires_grad_(True)
+    (_excess(A, R, Sigma) + d).sum().backward()
+    return _finite(A.grad.detach(), "the gradient", "A, R or Sigma is")
+
+
+_FD_STEPS = (1e-10, 1e-2)      # smaller steps are lost to rounding, larger ones no derivative
 
 
 def gradient_fd(A, R, Sigma, *, h: float = 1e-6) -> torch.Tensor:
     """Central finite differences of :func:`population_risk`, entry by entry (unbatched A).
+
+    ``h`` lies in [1e-10, 1e-2]: below, the difference quotient is rounding noise; above, it
+    is no derivative.
 
     Examples
     --------
@@ -217,6 +313,9 @@ def gradient_fd(A, R, Sigma, *, h: float = 1e-6) -> torch.Tensor:
     """
     A = _weights("A", A)
     h = positive_float("h", h)
+    if not _FD_STEPS[0] <= h <= _FD_STEPS[1]:
+        raise ValueError(f"h must lie in [{_FD_STEPS[0]:g}, {_FD_STEPS[1]:g}] (a difference "
+                         f"step), got {h!r}")
     if A.ndim != 3:
         raise ValueError(f"A must be unbatched (l, d, d) for finite differences, got "
                          f"{tuple(A.shape)}")
@@ -224,7 +323,8 @@ def gradient_fd(A, R, Sigma, *, h: float = 1e-6) -> torch.Tensor:
     steps = torch.eye(flat.numel(), dtype=A.dtype, device=A.device) * h
     plus = population_risk((flat + steps).reshape(-1, *A.shape), R, Sigma)
     minus = population_risk((flat - steps).reshape(-1, *A.shape), R, Sigma)
-    return ((plus - minus) / (2 * h)).reshape(A.shape)
+    return _finite(((plus - minus) / (2 * h)).reshape(A.shape), "the difference quotient",
+                   "A, R or Sigma is")
 
 
 # ------------------------------------------------------------------ gradient lower bound
@@ -251,13 +351,17 @@ def project_ball(A, tau: float) -> torch.Tensor:
     """
     A = _weights("A", A)
     tau = positive_float("tau", tau)
-    U, s, Vh = torch.linalg.svd(A)
-    return U @ torch.diag_embed(s.clamp(max=tau)) @ Vh
+    return _project(A, tau)
 
 
-def _sigma_min_max(Sigma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _sigma_min(Sigma: torch.Tensor) -> torch.Tensor:
+    """sigma_min of a covariance (>= 0); an indefinite ``Sigma`` is refused by name."""
     ev = torch.linalg.eigvalsh(Sigma)
-    return ev[..., 0], ev[..., -1]
+    smin, smax = ev[..., 0], ev[..., -1]
+    if bool((smin < -1e-8 * smax.abs()).any()):
+        raise ValueError("Sigma must be positive semi-definite (a covariance), got an "
+                         "eigenvalue < 0")
+    return smin.clamp(min=0)
 
 
 def _tau(tau):
@@ -274,14 +378,16 @@ def _pl_arguments(ell, tau, Sigma) -> tuple[int, float | torch.Tensor, torch.Ten
     ell = positive_int("ell", ell)
     tau = _tau(tau)
     Sigma = tensor("Sigma", Sigma, ndim=tuple(range(2, 6)))
-    smin, _ = _sigma_min_max(Sigma)
-    return ell, tau, smin
+    if Sigma.shape[-1] != Sigma.shape[-2]:
+        raise ValueError(f"Sigma must be square (..., d, d), got {tuple(Sigma.shape)}")
+    return ell, tau, _sigma_min(Sigma)
 
 
 def pl_bound_printed(ell: int, tau, Sigma) -> torch.Tensor:
     """The constant of eq. (2.3) as printed: 4 l (1 - tau)^(l-1) sigma_min(Sigma)^2.
 
-    ``tau`` is a number in [0, 1) or a tensor of them (one per batch element).
+    ``tau`` is a number in [0, 1) or a tensor of them (one per batch element); ``Sigma`` a
+    covariance (positive semi-definite).
 
     Examples
     --------
@@ -290,14 +396,15 @@ def pl_bound_printed(ell: int, tau, Sigma) -> torch.Tensor:
     4.0
     """
     ell, tau, smin = _pl_arguments(ell, tau, Sigma)
-    return 4 * ell * (1 - tau) ** (ell - 1) * smin**2
+    return _finite(4 * ell * (1 - tau) ** (ell - 1) * smin**2, "the constant of eq. (2.3)",
+                   "Sigma is")
 
 
 def pl_bound_corrected(ell: int, tau, Sigma) -> torch.Tensor:
     """The constant the proof supports: 4 l (1 - tau)^(2(l-1)) sigma_min(Sigma).
 
     From ||df/dA_i||_F >= 2 (1-tau)^(l-1) ||E Sigma||_F and
-    ||E Sigma||_F >= sigma_min(Sigma)^{1/2} ||E Sigma^{1/2}||_F. ``tau`` as in
+    ||E Sigma||_F >= sigma_min(Sigma)^{1/2} ||E Sigma^{1/2}||_F. ``tau`` and ``Sigma`` as in
     :func:`pl_bound_printed`.
 
     Examples
@@ -307,13 +414,31 @@ def pl_bound_corrected(ell: int, tau, Sigma) -> torch.Tensor:
     2.0
     """
     ell, tau, smin = _pl_arguments(ell, tau, Sigma)
-    return 4 * ell * (1 - tau) ** (2 * (ell - 1)) * smin
+    return _finite(4 * ell * (1 - tau) ** (2 * (ell - 1)) * smin,
+                   "the corrected constant of eq. (2.3)", "Sigma is")
+
+
+def _ratio(A: torch.Tensor, R: torch.Tensor, Sigma: torch.Tensor, tau, which: str
+           ) -> torch.Tensor:
+    """:func:`pl_ratio` on validated arguments, unchecked (the inner loop of the search)."""
+    ell = A.shape[-3]
+    smin = torch.linalg.eigvalsh(Sigma)[..., 0].clamp(min=0)
+    const = 4 * ell * (1 - tau) ** (ell - 1) * smin**2 if which == "printed" \
+        else 4 * ell * (1 - tau) ** (2 * (ell - 1)) * smin
+    g = _grad(A, R, Sigma)
+    return (g * g).sum((-1, -2, -3)) / (const * _excess(A, R, Sigma))
 
 
 def pl_ratio(A, R, Sigma, tau, *, which: str = "printed") -> torch.Tensor:
     """||grad f(A)||_F^2 / (constant * (f(A) - C_opt)); eq. (2.3) holds iff this is >= 1.
 
     ``which`` is "printed" (eq. 2.3) or "corrected" (:func:`pl_bound_corrected`).
+
+    Raises
+    ------
+    ValueError
+        Bad arguments, or a ratio that is undefined: a zero denominator (``Sigma``
+        numerically singular, ``A`` fitting ``R`` exactly, or an underflow) or an overflow.
 
     Examples
     --------
@@ -323,13 +448,22 @@ def pl_ratio(A, R, Sigma, tau, *, which: str = "printed") -> torch.Tensor:
     True
     """
     A = _weights("A", A)
-    if which not in ("printed", "corrected"):
-        raise ValueError(f"which must be 'printed' or 'corrected', got {which!r}")
+    which = v.choice("which", which, ("printed", "corrected"))
     const = (pl_bound_printed if which == "printed" else pl_bound_corrected)(
         A.shape[-3], tau, Sigma)
+    ev = torch.linalg.eigvalsh(Sigma)
+    d = A.shape[-1]
+    if bool((ev[..., 0] <= d * torch.finfo(ev.dtype).eps * ev[..., -1]).any()):
+        raise ValueError("Sigma is numerically singular: the constant of eq. (2.3) is 0 and "
+                         "the ratio undefined")
     g = gradient(A, R, Sigma)
     excess = excess_risk(A, R, Sigma)
-    return (g * g).sum((-1, -2, -3)) / (const * excess)
+    num = _finite((g * g).sum((-1, -2, -3)), "||grad f||^2", "A, R or Sigma is")
+    den = const * excess
+    if not bool((den > 0).all()):
+        raise ValueError("the ratio is undefined: constant * (f(A) - C_opt) is 0 (A fits R "
+                         "exactly, or A, R or Sigma is too small in scale)")
+    return _finite(num / den, "the ratio", "A, R or Sigma is")
 
 
 def minimize_pl_ratio(A, R, L, tau: float, *, which: str = "printed", steps: int = 300,
@@ -340,6 +474,12 @@ def minimize_pl_ratio(A, R, L, tau: float, *, which: str = "printed", steps: int
     starting points; returns the final (A, R, Sigma, ratio), one per start. With
     ``identity_sigma`` the covariance is held at Sigma = I (``L`` is ignored).
 
+    Raises
+    ------
+    ValueError
+        Bad arguments, a start with no finite ratio, or a search that diverges (``lr`` too
+        large: a non-finite ratio or weight at some step).
+
     Examples
     --------
     >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
@@ -348,11 +488,14 @@ def minimize_pl_ratio(A, R, L, tau: float, *, which: str = "printed", steps: int
     >>> bool(ratio > 0)
     True
     """
+    tau = in_interval("tau", tau, 0.0, 1.0)
     A = project_ball(A, tau).clone().requires_grad_(True)
     d = A.shape[-1]
     R = _square("R", R, d).clone().requires_grad_(True)
     L = _square("L", L, d).clone().requires_grad_(True)
     steps, lr = positive_int("steps", steps), positive_float("lr", lr)
+    which = v.choice("which", which, ("printed", "corrected"))
+    identity_sigma = _flag("identity_sigma", identity_sigma)
     opt = torch.optim.Adam([A, R, L], lr=lr)
     eye = torch.eye(d, dtype=A.dtype, device=A.device)
 
@@ -361,15 +504,32 @@ def minimize_pl_ratio(A, R, L, tau: float, *, which: str = "printed", steps: int
             return eye.expand_as(L)
         return L @ L.transpose(-1, -2) + 1e-3 * eye
 
-    for _ in range(steps):
+    with torch.no_grad():
+        start = sigma()
+        if not bool(torch.isfinite(start).all()):
+            raise ValueError("L is too large in scale: Sigma = L L^T overflows")
+        try:
+            pl_ratio(A, R, start, tau, which=which)
+        except ValueError as e:
+            raise ValueError(f"the starts A, R and L (Sigma = L L^T) give no ratio: {e}") \
+                from None
+    for step in range(steps):
         opt.zero_grad()
-        torch.log(pl_ratio(A, R, sigma(), tau, which=which)).sum().backward()
+        loss = torch.log(_ratio(A, R, sigma(), tau, which)).sum()
+        loss.backward()
         opt.step()
+        if not bool(torch.isfinite(loss) & torch.isfinite(A).all()):
+            raise ValueError(f"the search diverged at step {step} (a non-finite ratio): lr = "
+                             f"{lr!r} is too large for these starts A, R and L")
         with torch.no_grad():
-            A.copy_(project_ball(A, tau))
+            A.copy_(_project(A, tau))
     with torch.no_grad():
         S = sigma()
-        return A.detach(), R.detach(), S, pl_ratio(A, R, S, tau, which=which)
+        ratio = _ratio(A, R, S, tau, which)
+        if not bool(torch.isfinite(ratio).all() & torch.isfinite(S).all()):
+            raise ValueError(f"the search diverged (a non-finite ratio): lr = {lr!r} is too "
+                             "large for these starts A, R and L")
+        return A.detach(), R.detach(), S, ratio
 
 
 # ---------------------------------------------------------------------- gradient descent
@@ -383,10 +543,7 @@ def end_to_end_standard(W) -> torch.Tensor:
             [0., 4.]], dtype=torch.float64)
     """
     W = _weights("W", W)
-    out = W[..., 0, :, :]
-    for j in range(1, W.shape[-3]):
-        out = W[..., j, :, :] @ out
-    return out
+    return _finite(_product_standard(W), "the product W_l ... W_1", "W is")
 
 
 def excess_risk_standard(W, R, Sigma) -> torch.Tensor:
@@ -399,8 +556,9 @@ def excess_risk_standard(W, R, Sigma) -> torch.Tensor:
     0.0
     """
     W = _weights("W", W)
-    E = end_to_end_standard(W) - _square("R", R, W.shape[-1])
-    return torch.einsum("...ij,...jk,...ik->...", E, _square("Sigma", Sigma, W.shape[-1]), E)
+    d = W.shape[-1]
+    R, Sigma = _square("R", R, d), _square("Sigma", Sigma, d)
+    return _finite(_excess_standard(W, R, Sigma), "the excess risk", "W, R or Sigma is")
 
 
 def gradient_descent(A0, R, Sigma, *, lr: float, steps: int,
@@ -410,6 +568,12 @@ def gradient_descent(A0, R, Sigma, *, lr: float, steps: int,
     ``residual`` selects (I + A_l)...(I + A_1) (eq. 1.1) or W_l...W_1. Returns the excess
     risks f - C_opt, shape (steps + 1, batch...), and the final weights.
 
+    Raises
+    ------
+    ValueError
+        Bad arguments, a risk at ``A0`` that overflows, or a descent that diverges (``lr``
+        too large for this ``A0``, ``R`` and ``Sigma``: a non-finite risk at some step).
+
     Examples
     --------
     >>> A = torch.zeros(2, 2, 2, dtype=torch.float64)
@@ -418,9 +582,12 @@ def gradient_descent(A0, R, Sigma, *, lr: float, steps: int,
     >>> bool(hist[-1] < 1e-6)
     True
     """
-    A = _weights("A0", A0).detach().clone().requires_grad_(True)
+    A = _weights("A0", A0)
+    d = A.shape[-1]
+    R, Sigma = _square("R", R, d), _square("Sigma", Sigma, d)
     lr, steps = positive_float("lr", lr), positive_int("steps", steps)
-    risk = excess_risk if residual else excess_risk_standard
+    risk = _excess if _flag("residual", residual) else _excess_standard
+    A = A.detach().clone().requires_grad_(True)
     history = []
     for _ in range(steps):
         f = risk(A, R, Sigma)
@@ -430,7 +597,14 @@ def gradient_descent(A0, R, Sigma, *, lr: float, steps: int,
             A -= lr * g
     with torch.no_grad():
         history.append(risk(A, R, Sigma))
-    return torch.stack(history), A.detach()
+    history = torch.stack(history)
+    if not bool(torch.isfinite(history).all()):
+        _finite(history[0], "the excess risk at A0", "A0, R or Sigma is")
+        finite = torch.isfinite(history.reshape(history.shape[0], -1)).all(1)
+        step = int(finite.logical_not().nonzero()[0])
+        raise ValueError(f"gradient descent diverged (a non-finite risk at step {step}): lr = "
+                         f"{lr!r} is too large for this A0, R and Sigma")
+    return history, A.detach()
 
 
 def projected_gradient_descent(A0, R, Sigma, tau: float, *, lr: float,
@@ -438,6 +612,12 @@ def projected_gradient_descent(A0, R, Sigma, tau: float, *, lr: float,
     """Gradient descent on f restricted to B_tau: a step, then :func:`project_ball`.
 
     Returns the final excess risks f - C_opt (batch...) and the final weights.
+
+    Raises
+    ------
+    ValueError
+        Bad arguments, a step that overflows (``lr`` too large for this ``A0``, ``R`` and
+        ``Sigma``), or a final risk that overflows.
 
     Examples
     --------
@@ -447,28 +627,41 @@ def projected_gradient_descent(A0, R, Sigma, tau: float, *, lr: float,
     >>> float(risk) < 1e-6
     True
     """
-    A = project_ball(A0, tau)
+    A = _weights("A0", A0)
+    tau = positive_float("tau", tau)
+    d = A.shape[-1]
+    R, Sigma = _square("R", R, d), _square("Sigma", Sigma, d)
     lr, steps = positive_float("lr", lr), positive_int("steps", steps)
-    for _ in range(steps):
-        A = project_ball(A - lr * gradient(A, R, Sigma), tau)
-    return excess_risk(A, R, Sigma), A
+    A = _project(A, tau)
+    for step in range(steps):
+        moved = A - lr * _grad(A, R, Sigma)
+        if not bool(torch.isfinite(moved).all()):
+            raise ValueError(f"projected gradient descent diverged at step {step} (a "
+                             f"non-finite step): lr = {lr!r} is too large for this A0, R and "
+                             "Sigma")
+        A = _project(moved, tau)
+    return _finite(_excess(A, R, Sigma), "the final excess risk", "A0, R or Sigma is"), A
 
 
 # ------------------------------------------------------------------------- Theorem 2.1
 def gamma(R: np.ndarray) -> float:
     """gamma = max(|log sigma_max(R)|, |log sigma_min(R)|) (Section 2, before Theorem 2.1).
 
+    A numerically singular ``R`` (sigma_min <= d eps sigma_max) is refused: its gamma would
+    be rounding noise.
+
     Examples
     --------
     >>> gamma(np.diag([2.0, 0.5]))
     0.6931471805599453
     """
-    R = np.asarray(R, dtype=float)
-    if R.ndim != 2 or R.shape[0] != R.shape[1]:
+    R = np.asarray(v.array("R", R, ndim=2), dtype=float)
+    if R.shape[0] != R.shape[1]:
         raise ValueError(f"R must be a square matrix, got shape {R.shape}")
     s = np.linalg.svd(R, compute_uv=False)
-    if s[-1] <= 0:
-        raise ValueError("R must be invertible (sigma_min(R) > 0) for gamma to be finite")
+    if not s[-1] > s[0] * R.shape[0] * np.finfo(float).eps:
+        raise ValueError("R must be invertible (sigma_min(R) > 0, beyond rounding) for gamma "
+                         f"to be finite, got singular values {s.tolist()}")
     return float(max(abs(math.log(s[0])), abs(math.log(s[-1]))))
 
 
@@ -480,8 +673,7 @@ def theorem21_bound(gam: float, ell: int) -> float:
     >>> round(theorem21_bound(0.0, 2), 6)
     3.141593
     """
-    if isinstance(gam, bool) or not isinstance(gam, (int, float)) or gam < 0:
-        raise ValueError(f"gam must be a real number >= 0, got {gam!r}")
+    gam = v.nonnegative_float("gam", gam)
     ell = positive_int("ell", ell)
     return 2 * (math.sqrt(math.pi) + math.sqrt(3 * gam)) ** 2 / ell
 
@@ -495,7 +687,10 @@ def _rotation_blocks(Q: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, fl
     """
     Q = np.asarray(Q, dtype=float)
     d = Q.shape[0]
-    if Q.ndim != 2 or Q.shape[1] != d or not np.allclose(Q.T @ Q, np.eye(d), atol=1e-10):
+    with np.errstate(over="ignore", invalid="ignore"):      # a huge Q is simply not orthogonal
+        orthogonal = Q.ndim == 2 and Q.shape[1] == d and np.allclose(Q.T @ Q, np.eye(d),
+                                                                     atol=1e-10)
+    if not orthogonal:
         raise ValueError("Q must be a square orthogonal matrix")
     if np.linalg.det(Q) < 0:
         raise ValueError("Q must have det +1: a reflection has no real root near I")
@@ -534,6 +729,7 @@ def orthogonal_root(Q: np.ndarray, q: int) -> np.ndarray:
     >>> bool(np.allclose(np.linalg.matrix_power(orthogonal_root(q, 2), 2), q))
     True
     """
+    Q = v.array("Q", Q, ndim=2)
     q = positive_int("q", q)
     S, blocks = _rotation_blocks(Q)
     return _root_from_blocks(S, blocks, q)
@@ -561,12 +757,11 @@ def small_norm_optimum(R: np.ndarray, ell: int, *, method: str = "svd") -> np.nd
     >>> a.shape
     (4, 2, 2)
     """
-    R = np.asarray(R, dtype=float)
+    R = np.asarray(v.array("R", R, ndim=2), dtype=float)
     ell = positive_int("ell", ell)
-    if method not in ("svd", "polar"):
-        raise ValueError(f"method must be 'svd' or 'polar', got {method!r}")
+    method = v.choice("method", method, ("svd", "polar"))
     gamma(R)
-    if np.linalg.det(R) <= 0:
+    if np.linalg.slogdet(R)[0] <= 0:
         raise ValueError("R must have det R > 0: products of (I + A_i) with ||A_i|| < 1 have "
                          "positive determinant")
     n_rot = 2 if method == "svd" else 1
@@ -604,6 +799,64 @@ def small_norm_optimum(R: np.ndarray, ell: int, *, method: str = "svd") -> np.nd
 
 
 # ----------------------------------------------------------------------------- symbolic
+_NONFINITE = (sp.nan, sp.zoo, sp.oo, -sp.oo)
+
+
+def _sym_matrix(name: str, M, size: int | None = None) -> sp.MatrixBase:
+    """A SymPy matrix with finite entries (``size`` x ``size`` if given); else a named error.
+
+    Never sympified: a string or a list is refused, not parsed.
+    """
+    if not isinstance(M, sp.MatrixBase):
+        raise TypeError(f"{name} must be a SymPy matrix, got {type(M).__name__}")
+    if size is not None and M.shape != (size, size):
+        raise ValueError(f"{name} must be {size} x {size}, got shape {M.shape}")
+    if M.has(*_NONFINITE):
+        raise ValueError(f"{name} has a non-finite entry (nan, zoo or oo)")
+    return M
+
+
+def _sym_weights(name: str, A) -> list[sp.MatrixBase]:
+    """A non-empty list of square SymPy matrices of one size (A_1, ..., A_l)."""
+    if isinstance(A, (str, bytes, sp.MatrixBase)) or not isinstance(A, Sequence):
+        raise TypeError(f"{name} must be a list of SymPy matrices A_1..A_l, got "
+                        f"{type(A).__name__}")
+    if len(A) == 0:
+        raise ValueError(f"{name} must hold at least one matrix")
+    first = _sym_matrix(f"{name}[0]", A[0])
+    if first.rows != first.cols:
+        raise ValueError(f"{name}[0] must be square, got shape {first.shape}")
+    return [first] + [_sym_matrix(f"{name}[{i}]", a, first.rows)
+                      for i, a in enumerate(A[1:], start=1)]
+
+
+def _sym_slice(i, ell: int) -> int:
+    if isinstance(i, bool) or not isinstance(i, int) or not 1 <= i <= ell:
+        raise ValueError(f"i must be an int in [1, {ell}], got {i!r}")
+    return i
+
+
+def _sym_real(name: str, x, *, lo=None, below_one: bool = False) -> sp.Expr:
+    """A real number (int, finite float or real SymPy expression), as SymPy; never a string."""
+    if isinstance(x, (bool, sp.MatrixBase)) or not isinstance(x, (int, float, sp.Expr)) \
+            or getattr(x, "is_Matrix", False):
+        raise TypeError(f"{name} must be a real number or a SymPy expression, got "
+                        f"{type(x).__name__}")
+    if isinstance(x, float) and not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x!r}")
+    x = sp.sympify(x)
+    if x.has(*_NONFINITE):
+        raise ValueError(f"{name} must be finite, got {x}")
+    if x.is_real is False or (x.is_number and not x.is_real):
+        raise ValueError(f"{name} must be real, got {x}")
+    if x.is_number:
+        if lo is not None and x < lo:
+            raise ValueError(f"{name} must be >= {lo}, got {x}")
+        if below_one and not 0 <= x < 1:
+            raise ValueError(f"{name} must lie in [0, 1), got {x}")
+    return x
+
+
 def symbolic_weights(d: int, ell: int) -> tuple[list[sp.Matrix], sp.Matrix, sp.Matrix]:
     """Symbolic A_1..A_l, R and symmetric Sigma with entries a{i}_{rc}, r_{rc}, s_{rc}.
 
@@ -629,6 +882,7 @@ def symbolic_product(A: list[sp.Matrix]) -> sp.Matrix:
     >>> symbolic_product([sp.Matrix([[1]]), sp.Matrix([[2]])])
     Matrix([[6]])
     """
+    A = _sym_weights("A", A)
     eye = sp.eye(A[0].shape[0])
     out = eye
     for a in A:
@@ -649,7 +903,9 @@ def symbolic_risk(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix) -> sp.Expr
     >>> symbolic_risk(A, R, S)
     a1_00**2*s_00 - 2*a1_00*r_00*s_00 + 2*a1_00*s_00 + r_00**2*s_00 - 2*r_00*s_00 + s_00 + 1
     """
-    d = R.shape[0]
+    A = _sym_weights("A", A)
+    d = A[0].rows
+    R, Sigma = _sym_matrix("R", R, d), _sym_matrix("Sigma", Sigma, d)
     x = sp.symbols(f"x0:{d}", real=True)
     xi = sp.symbols(f"xi0:{d}", real=True)
     resid = (symbolic_product(A) - R) * sp.Matrix(x) - sp.Matrix(xi)
@@ -682,10 +938,11 @@ def symbolic_gradient_printed(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix
     >>> symbolic_gradient_printed(A, R, S, 1).shape
     (1, 1)
     """
-    ell = len(A)
-    if not (isinstance(i, int) and 1 <= i <= ell):
-        raise ValueError(f"i must be an int in [1, {ell}], got {i!r}")
-    eye = sp.eye(R.shape[0])
+    A = _sym_weights("A", A)
+    ell, d = len(A), A[0].rows
+    R, Sigma = _sym_matrix("R", R, d), _sym_matrix("Sigma", Sigma, d)
+    i = _sym_slice(i, ell)
+    eye = sp.eye(d)
     E = symbolic_product(A) - R
     left = eye
     for j in range(ell, i, -1):                    # (I + A_l^T) ... (I + A_{i+1}^T)
@@ -705,11 +962,12 @@ def symbolic_gradient(A: list[sp.Matrix], R: sp.Matrix, Sigma: sp.Matrix, i: int
     >>> symbolic_gradient(A, R, S, 1).shape
     (1, 1)
     """
-    ell = len(A)
-    if not (isinstance(i, int) and 1 <= i <= ell):
-        raise ValueError(f"i must be an int in [1, {ell}], got {i!r}")
+    A = _sym_weights("A", A)
+    ell, d = len(A), A[0].rows
+    R, Sigma = _sym_matrix("R", R, d), _sym_matrix("Sigma", Sigma, d)
+    i = _sym_slice(i, ell)
     E = symbolic_product(A) - R
-    eye = sp.eye(R.shape[0])
+    eye = sp.eye(d)
     above = symbolic_product(A[i:]) if i < ell else eye
     below = symbolic_product(A[:i - 1]) if i > 1 else eye
     return 2 * above.T * E * Sigma * below.T
@@ -742,7 +1000,9 @@ def random_instance(d: int, ell: int, scale: float, *, gen: torch.Generator,
 
     d, ell = positive_int("d", d), positive_int("ell", ell)
     scale = positive_float("scale", scale)
-    batch = tuple(positive_int("batch", b) for b in batch)
+    if isinstance(batch, (str, bytes)) or not isinstance(batch, (tuple, list)):
+        raise TypeError(f"batch must be a tuple of positive ints, got {type(batch).__name__}")
+    batch = tuple(positive_int(f"batch[{i}]", b) for i, b in enumerate(batch))
     A = scale / d**0.5 * randn(*batch, ell, d, d, gen=gen)
     R = randn(*batch, d, d, gen=gen) / d**0.5
     L = randn(*batch, d, d, gen=gen)
@@ -801,15 +1061,18 @@ def sampled_loss(A, R, Sigma, n: int, *, gen: torch.Generator) -> torch.Tensor:
 
     A = _weights("A", A)
     d, n = A.shape[-1], positive_int("n", n)
-    x = randn(n, d, gen=gen) @ torch.linalg.cholesky(_square("Sigma", Sigma, d)).mT
+    R = _square("R", R, d)
+    chol = _cholesky("Sigma", _square("Sigma", Sigma, d))
+    x = randn(n, d, gen=gen) @ chol.mT
     xi = randn(n, d, gen=gen)
-    return sample_loss(A, R, x, xi)
+    return _finite(_losses(A, R, x, xi), "the loss", "A, R or Sigma is")
 
 
 def relative_error(a, b) -> torch.Tensor:
     """Relative Frobenius error ||a - b||_F / ||b||_F of matrices, slice by slice.
 
-    ``a`` and ``b`` have the same shape (..., m, n); returns shape (...).
+    ``a`` and ``b`` have the same shape (..., m, n); returns shape (...). Every matrix of
+    ``b`` is non-zero. The norms are computed without overflow or underflow.
 
     Examples
     --------
@@ -821,7 +1084,11 @@ def relative_error(a, b) -> torch.Tensor:
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same shape, got {tuple(a.shape)} and "
                          f"{tuple(b.shape)}")
-    return (a - b).flatten(-2).norm(dim=-1) / b.flatten(-2).norm(dim=-1)
+    norm_b = _fro(b)
+    if not bool((norm_b > 0).all()):
+        raise ValueError("b must have no zero matrix: the relative error ||a - b|| / ||b|| is "
+                         "undefined there")
+    return _finite(_fro(a - b) / norm_b, "the relative error", "a or b is")
 
 
 def group_gradients(A, R, Sigma, *, groups: int, size: int,
@@ -851,15 +1118,17 @@ def group_gradients(A, R, Sigma, *, groups: int, size: int,
 
     A0 = _weights("A", A)
     d = A0.shape[-1]
+    R = _square("R", R, d)
     groups, size = positive_int("groups", groups), positive_int("size", size)
-    chol = torch.linalg.cholesky(_square("Sigma", Sigma, d))
+    gen = v.generator("gen", gen, optional=False)
+    chol = _cholesky("Sigma", _square("Sigma", Sigma, d))
     out = []
     for _ in range(groups):
         x = randn(size, d, gen=gen) @ chol.mT.to(gen.device)
         A_ = A0.clone().to(x.device).requires_grad_(True)
-        sample_loss(A_, R.to(x.device), x, randn(size, d, gen=gen)).mean().backward()
+        _losses(A_, R.to(x.device), x, randn(size, d, gen=gen)).mean().backward()
         out.append(A_.grad.cpu())
-    return torch.stack(out)
+    return _finite(torch.stack(out), "the gradients", "A, R or Sigma is")
 
 
 def printed_gradient_error(A, R, Sigma) -> torch.Tensor:
@@ -878,7 +1147,11 @@ def printed_gradient_error(A, R, Sigma) -> torch.Tensor:
     True
     """
     true = gradient_autograd(A, R, Sigma)
-    return relative_error(gradient_printed(A, R, Sigma), true).amax(-1).cpu()
+    printed = gradient_printed(A, R, Sigma)
+    if not bool((_fro(true) > 0).all()):
+        raise ValueError("the gradient has a zero slice at this A, R and Sigma (A fits R, or "
+                         "Sigma = 0): its relative error is undefined")
+    return relative_error(printed, true).amax(-1).cpu()
 
 
 def monomials_left(M: sp.Matrix) -> int:
@@ -892,6 +1165,7 @@ def monomials_left(M: sp.Matrix) -> int:
     """
     if not isinstance(M, sp.MatrixBase):
         raise TypeError(f"M must be a SymPy matrix, got {type(M).__name__}")
+    _sym_matrix("M", M)
     return sum(len(sp.Add.make_args(e)) for e in map(sp.expand, M) if e != 0)
 
 
@@ -936,7 +1210,8 @@ def random_ball_instances(d: int, ell: int, n: int, *, gen: torch.Generator,
 def claim_c2_ratio(M, X, N) -> torch.Tensor:
     """||M X N||_F / (sigma_min(M) sigma_min(N) ||X||_F), batched over leading dimensions.
 
-    Claim C.2 in the two-sided form the proof of eq. (2.3) uses says this is >= 1.
+    Claim C.2 in the two-sided form the proof of eq. (2.3) uses says this is >= 1. ``M`` and
+    ``N`` are square and nonsingular, ``X`` is non-zero.
 
     References
     ----------
@@ -948,10 +1223,24 @@ def claim_c2_ratio(M, X, N) -> torch.Tensor:
     >>> round(float(claim_c2_ratio(M, torch.eye(2, dtype=torch.float64), M)), 4)
     1.741
     """
-    M, X, N = (tensor(k, v, ndim=tuple(range(2, 6))) for k, v in (("M", M), ("X", X),
+    M, X, N = (tensor(k, x, ndim=tuple(range(2, 6))) for k, x in (("M", M), ("X", X),
                                                                    ("N", N)))
-    smin = torch.linalg.svdvals(M)[..., -1] * torch.linalg.svdvals(N)[..., -1]
-    return torch.linalg.matrix_norm(M @ X @ N) / (smin * torch.linalg.matrix_norm(X))
+    smins = []
+    for name, F in (("M", M), ("N", N)):
+        if F.shape[-1] != F.shape[-2]:
+            raise ValueError(f"{name} must be square (..., d, d), got {tuple(F.shape)}")
+        s = torch.linalg.svdvals(F)
+        if not bool((s[..., -1] > s[..., 0] * F.shape[-1] * torch.finfo(s.dtype).eps).all()):
+            raise ValueError(f"{name} must be nonsingular (sigma_min > 0 beyond rounding)")
+        smins.append(s[..., -1])
+    if X.shape[-2:] != (M.shape[-1], N.shape[-2]):
+        raise ValueError(f"X must end in ({M.shape[-1]}, {N.shape[-2]}) to sit between M and N, "
+                         f"got {tuple(X.shape)}")
+    norm_x = _fro(X)
+    if not bool((norm_x > 0).all()):
+        raise ValueError("X must be non-zero: the ratio is 0 / 0 at X = 0")
+    return _finite(_fro(M @ X @ N) / (smins[0] * smins[1] * norm_x), "the ratio",
+                   "M, X or N is")
 
 
 def claim_c2_trials(d: int, n: int, *, gen: torch.Generator) -> tuple[torch.Tensor, ...]:
@@ -988,7 +1277,9 @@ def scalar_pl_sides(a_vals, r_val, s_val, tau_val) -> tuple[sp.Expr, sp.Expr]:
     """Both sides of eq. (2.3) for d = 1 in exact arithmetic (SymPy).
 
     ``a_vals`` are the scalar weights a_1..a_l, ``r_val`` the target, ``s_val`` = Sigma and
-    ``tau_val`` the radius. Returns (||grad f||^2, 4 l (1 - tau)^(l-1) s^2 (f - C_opt)).
+    ``tau_val`` the radius. Returns (||grad f||^2, 4 l (1 - tau)^(l-1) s^2 (f - C_opt)). The
+    values are ints, finite floats or real SymPy expressions (s >= 0 and tau in [0, 1) where
+    they are numbers); strings are refused, never parsed.
 
     References
     ----------
@@ -999,8 +1290,14 @@ def scalar_pl_sides(a_vals, r_val, s_val, tau_val) -> tuple[sp.Expr, sp.Expr]:
     >>> scalar_pl_sides([0], 0, 2, sp.Rational(1, 2))
     (16, 32)
     """
+    if isinstance(a_vals, (str, bytes, sp.MatrixBase)) or not isinstance(a_vals, Sequence):
+        raise TypeError(f"a_vals must be a sequence of numbers, got {type(a_vals).__name__}")
     if len(a_vals) == 0:
         raise ValueError("a_vals must hold at least one weight")
+    a_vals = [_sym_real(f"a_vals[{i}]", a) for i, a in enumerate(a_vals)]
+    r_val = _sym_real("r_val", r_val)
+    s_val = _sym_real("s_val", s_val, lo=0)
+    tau_val = _sym_real("tau_val", tau_val, below_one=True)
     syms = sp.symbols(f"a1:{len(a_vals) + 1}")
     f_ex = s_val * (sp.prod([1 + x for x in syms]) - r_val) ** 2
     sub = dict(zip(syms, a_vals))
@@ -1034,6 +1331,10 @@ def adversarial_minima(d: int, ell: int, tau: float, *, starts: int, steps: int,
 
     d, ell, starts = positive_int("d", d), positive_int("ell", ell), positive_int("starts",
                                                                                    starts)
+    tau = in_interval("tau", tau, 0.0, 1.0)
+    if tau == 0:
+        raise ValueError("tau must lie in (0, 1) (the radius of the ball B_tau), got 0")
+    steps = positive_int("steps", steps)
     out = []
     for which, ident in (("printed", False), ("printed", True), ("corrected", False)):
         A0 = 0.5 * tau * randn(starts, ell, d, d, gen=gen)
@@ -1068,6 +1369,10 @@ def pl_ratio_search(dims, depths, n: int, *,
     ((6,), True)
     """
     n = positive_int("n", n)
+    for name, seq in (("dims", dims), ("depths", depths)):
+        if isinstance(seq, Sequence) and not isinstance(seq, (str, bytes)) and len(seq) == 0:
+            raise ValueError(f"dims and depths must not be empty, got {name} = {seq!r}")
+    dims, depths = v.widths("dims", dims), v.widths("depths", depths)
     ratios: dict[str, list[torch.Tensor]] = {"printed": [], "corrected": []}
     for d in dims:
         for ell in depths:

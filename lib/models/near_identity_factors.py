@@ -35,6 +35,7 @@ import numpy as np
 import scipy.linalg as sla
 import torch
 
+from ..core import validate as v
 from ..core.validate import positive_float, positive_int
 from ..sample.laws import haar_orthogonal
 from .linear_resnet import orthogonal_root, theorem21_bound
@@ -61,10 +62,23 @@ def _gamma(gamma) -> float:
     return float(gamma)
 
 
+def _matrices(name: str, value, ndim: int, *, finite: bool = True) -> np.ndarray:
+    """A real array of ``ndim`` dimensions as float64 NumPy (a tensor is copied to the host)."""
+    value = v.array(name, value, ndim=ndim, finite=finite)
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    return np.asarray(value, dtype=float)
+
+
+def _is_orthogonal(Q: np.ndarray) -> bool:
+    with np.errstate(over="ignore", invalid="ignore"):     # a huge Q is simply not orthogonal
+        return bool(np.allclose(Q.T @ Q, np.eye(Q.shape[0]), atol=1e-10))
+
+
 def _orthogonal(name: str, Q) -> np.ndarray:
-    Q = np.asarray(Q, dtype=float)
-    d = Q.shape[0] if Q.ndim == 2 else -1
-    if Q.ndim != 2 or Q.shape[1] != d or not np.allclose(Q.T @ Q, np.eye(d), atol=1e-10):
+    Q = _matrices(name, Q, 2)
+    d = Q.shape[0]
+    if Q.shape[1] != d or not _is_orthogonal(Q):
         raise ValueError(f"{name} must be a square orthogonal matrix")
     if np.linalg.det(Q) < 0:
         raise ValueError(f"{name} must have det +1 (a reflection has no real root near I)")
@@ -118,9 +132,18 @@ def split(gamma: float, ell: int, *, method: str = "svd", theta: float = math.pi
     >>> (q, p), round(norm, 6)
     ((3, 0), 1.0)
     """
-    gamma, ell, rotations = _gamma(gamma), positive_int("ell", ell), _method(method)
-    if not (math.isfinite(theta) and 0 <= theta <= math.pi):
+    return _split(_gamma(gamma), ell, method, theta, k_identity, "gamma")
+
+
+def _split(gamma: float, ell: int, method: str, theta: float, k_identity: bool | None,
+           source: str) -> tuple[int, int, float]:
+    """:func:`split`; ``source`` names the argument that set gamma (for an overflow)."""
+    ell, rotations = positive_int("ell", ell), _method(method)
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not (
+            math.isfinite(theta) and 0 <= theta <= math.pi):
         raise ValueError(f"theta must lie in [0, pi], got {theta!r}")
+    if k_identity is not None and not isinstance(k_identity, (bool, np.bool_)):
+        raise TypeError(f"k_identity must be a bool or None, got {type(k_identity).__name__}")
     k_identity = gamma == 0 if k_identity is None else bool(k_identity)
     q = np.arange(0 if theta == 0 else 1, ell // rotations + 1)
     p = ell - rotations * q
@@ -128,11 +151,14 @@ def split(gamma: float, ell: int, *, method: str = "svd", theta: float = math.pi
         q, p = q[p > 0], p[p > 0]
     if q.size == 0:
         raise ValueError(f"ell = {ell} layers cannot hold the {method} construction")
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         rot = np.where(q > 0, 2 * np.sin(theta / (2 * np.maximum(q, 1))), 0.0)
         root = np.where(p > 0, np.expm1(gamma / np.maximum(p, 1)), 0.0)
     norm = np.maximum(rot, root)
     i = int(np.argmin(norm))                      # the first (fewest rotations) on a tie
+    if not math.isfinite(norm[i]):
+        raise ValueError(f"{source}: gamma = {gamma!r} is too large for {ell} layers: the root "
+                         "of K costs e^(gamma/p) - 1, beyond float64")
     return int(q[i]), int(p[i]), float(norm[i])
 
 
@@ -152,12 +178,12 @@ def guarantee(gamma: float, ell: int, *, method: str = "svd") -> float:
 
 def _factors(U, k, V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     U, V = _orthogonal("U", U), _orthogonal("V", V)
-    k = np.asarray(k, dtype=float)
+    k = _matrices("k", k, 1, finite=False)
     if k.shape != (U.shape[0],) or V.shape != U.shape:
         raise ValueError(f"U, k, V must have shapes (d, d), (d,), (d, d), got {U.shape}, "
                          f"{k.shape}, {V.shape}")
     if not (np.isfinite(k).all() and (k > 0).all()):
-        raise ValueError("the singular values k must be finite and > 0")
+        raise ValueError("k: the singular values k must be finite and > 0")
     return U, k, V
 
 
@@ -194,7 +220,7 @@ def construct(U, k, V, ell: int, *, method: str = "svd") -> np.ndarray:
     U, k, V = _factors(U, k, V)
     ell = positive_int("ell", ell)
     gamma = float(np.max(np.abs(np.log(k))))
-    q, p, _ = split(gamma, ell, method=method, k_identity=bool(np.all(k == 1.0)))
+    q, p, _ = _split(gamma, ell, method, math.pi, bool(np.all(k == 1.0)), "k")
     d = U.shape[0]
     k_root = np.diag(k ** (1 / p)) if p > 0 else np.eye(d)
     if method == "svd":
@@ -208,20 +234,21 @@ def construct(U, k, V, ell: int, *, method: str = "svd") -> np.ndarray:
 
 def product(A) -> np.ndarray:
     """The end-to-end map (I + A_l) ... (I + A_1) of stacked factors A (l, d, d)."""
-    A = np.asarray(A, dtype=float)
-    if A.ndim != 3 or A.shape[1] != A.shape[2]:
+    A = _matrices("A", A, 3, finite=False)        # an inf or NaN is carried to the product
+    if A.shape[1] != A.shape[2]:
         raise ValueError(f"A must have shape (l, d, d), got {A.shape}")
     out = np.eye(A.shape[-1])
-    for a in A:
-        out = (np.eye(A.shape[-1]) + a) @ out
+    with np.errstate(over="ignore", invalid="ignore"):
+        for a in A:
+            out = (np.eye(A.shape[-1]) + a) @ out
+    if not np.isfinite(out).all() and np.isfinite(A).all():
+        raise ValueError("A: the product (I + A_l) ... (I + A_1) overflows float64")
     return out
 
 
 def max_norm(A) -> float:
     """max_i ||A_i|| (spectral norm) of stacked factors A (l, d, d)."""
-    A = np.asarray(A, dtype=float)
-    if A.ndim != 3:
-        raise ValueError(f"A must have shape (l, d, d), got {A.shape}")
+    A = _matrices("A", A, 3)
     return float(max(np.linalg.norm(a, 2) for a in A))
 
 
@@ -264,8 +291,8 @@ def schur_blocks(N) -> tuple[float, float, bool]:
     >>> off, err, reflection
     (0.0, 0.0, True)
     """
-    N = np.asarray(N, dtype=float)
-    if N.ndim != 2 or N.shape[0] != N.shape[1]:
+    N = _matrices("N", N, 2)
+    if N.shape[0] != N.shape[1]:
         raise ValueError(f"N must be a square matrix, got shape {N.shape}")
     D, S = sla.schur(N, output="real")
     mask = np.ones_like(D, dtype=bool)
@@ -276,7 +303,8 @@ def schur_blocks(N) -> tuple[float, float, bool]:
         ones += [D[i, i]] if size == 1 else []
         i += size
     off = float(np.abs(D[mask]).max(initial=0.0))
-    return off, float(np.abs(S @ D @ S.T - N).max()), bool(np.prod(ones) < 0)
+    # the sign of the product from the signs (the product itself may over- or underflow)
+    return off, float(np.abs(S @ D @ S.T - N).max()), bool(np.prod(np.sign(ones)) < 0)
 
 
 def guarantee_ratios(gammas, max_depth: int, *, method: str = "svd") -> np.ndarray:
@@ -303,9 +331,11 @@ def guarantee_ratios(gammas, max_depth: int, *, method: str = "svd") -> np.ndarr
     """
     max_depth = positive_int("max_depth", max_depth)
     _method(method)
+    if isinstance(gammas, np.ndarray) and gammas.ndim == 1:
+        gammas = gammas.tolist()
+    gammas = v.scales("gammas", gammas)
     rows = []
     for gam in gammas:
-        _gamma(gam)
         for ell in range(max(3, int(np.ceil(3 * gam))), max_depth + 1):
             bnd = theorem21_bound(float(gam), ell)
             rows.append((gam, ell, guarantee(gam, ell, method=method) / bnd))
@@ -337,6 +367,7 @@ def norms_by_depth(U, k, V, depths, gamma: float) -> np.ndarray:
     """
     U, k, V = _factors(U, k, V)
     gamma = _gamma(gamma)
+    depths = v.widths("depths", depths)
     R = U @ np.diag(k) @ V.T
     rows = []
     for ell in depths:
@@ -365,11 +396,11 @@ def psd_root_factors(U, z, ell: int) -> np.ndarray:
     >>> bool(np.allclose(product(A), np.diag([4.0, 1.0])))
     True
     """
-    U = np.asarray(U, dtype=float)
-    d = U.shape[0] if U.ndim == 2 else -1
-    if U.ndim != 2 or U.shape[1] != d or not np.allclose(U.T @ U, np.eye(d), atol=1e-10):
+    U = _matrices("U", U, 2)
+    d = U.shape[0]
+    if U.shape[1] != d or not _is_orthogonal(U):
         raise ValueError("U must be a square orthogonal matrix")
-    z = np.asarray(z, dtype=float)
+    z = _matrices("z", z, 1, finite=False)
     if z.shape != (U.shape[0],) or not (np.isfinite(z).all() and (z > 0).all()):
         raise ValueError(f"z must hold {U.shape[0]} finite positive eigenvalues, got {z!r}")
     ell = positive_int("ell", ell)

@@ -28,6 +28,12 @@ from ..sample.laws import Initializer
 __all__ = ["StackedReLUNet", "mlp", "residual"]
 
 
+def _init(init) -> Initializer:
+    if not callable(init):
+        raise TypeError(f"init must be callable (an Initializer), got {type(init).__name__}")
+    return init
+
+
 def _weights(init: Initializer, n_nets: int, fan_out: int, fan_in: int,
              gen: torch.Generator) -> torch.Tensor:
     w = init(n_nets, fan_out, fan_in, gen).to(DTYPE)
@@ -93,6 +99,7 @@ def mlp(widths: Sequence[int], init: Initializer, *, n_nets: int, gen: torch.Gen
     hidden = v.widths("widths", widths)
     n_nets, n_in, n_out = (v.positive_int("n_nets", n_nets), v.positive_int("n_in", n_in),
                            v.positive_int("n_out", n_out))
+    init, gen = _init(init), v.generator("gen", gen, optional=False)
     sizes = [n_in] + hidden + [n_out]
     return StackedReLUNet([_weights(init, n_nets, o, i, gen)
                            for i, o in zip(sizes[:-1], sizes[1:])])
@@ -108,5 +115,6 @@ def residual(etas: Sequence[float], init: Initializer, *, width: int, n_nets: in
             raise ValueError(f"etas[{i}] must be a finite number >= 0, got {e!r}")
     width, n_nets = v.positive_int("width", width), v.positive_int("n_nets", n_nets)
     n_in, n_out = v.positive_int("n_in", n_in), v.positive_int("n_out", n_out)
+    init, gen = _init(init), v.generator("gen", gen, optional=False)
     sizes = [(width, n_in)] + [(width, width)] * len(etas) + [(n_out, width)]
     return StackedReLUNet([_weights(init, n_nets, o, i, gen) for o, i in sizes], etas)

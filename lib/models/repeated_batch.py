@@ -91,6 +91,12 @@ def first_layer_grad_lognorm_repeated(x_distinct: torch.Tensor, copies: Sequence
     weights : str
         ``'orthogonal'`` (Haar) or ``'gaussian'``.
 
+    Raises
+    ------
+    ValueError
+        ``x_distinct`` has rank below 2 (a zero or rank-one batch: the gradient is exactly 0),
+        or a bad argument.
+
     Returns
     -------
     torch.Tensor
@@ -107,6 +113,11 @@ def first_layer_grad_lognorm_repeated(x_distinct: torch.Tensor, copies: Sequence
     torch.Size([2, 5])
     """
     y0 = compact_batch(x_distinct, copies)
+    if int(torch.linalg.matrix_rank(y0)) < 2:
+        # X0 = a b^T: every row of W_0 X_0 is a multiple of b^T, which BN maps to +-b^T
+        # whatever W_0: the gradient is 0 (log -inf), and rounding leaves only noise
+        raise ValueError("x_distinct must have rank >= 2 (on a batch of rank <= 1 the first "
+                         "layer's gradient is exactly 0)")
     d, k = y0.shape
     n = int(sum(copies))
     n_nets = v.positive_int("n_nets", n_nets)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from ..core import validate as v
+from ..core.scaling import rescaled
 
 __all__ = ["block_growth_ratio"]
 
@@ -34,10 +35,21 @@ def block_growth_ratio(features: Sequence[torch.Tensor], factors: Sequence[float
     offset : float
         ``c``.
 
+    States of any finite scale are handled exactly (power-of-two rescaling of the norms).
+
     Returns
     -------
     torch.Tensor
         ``(S,)``, float64.
+
+    Raises
+    ------
+    TypeError
+        ``features`` is not a sequence of floating-point tensors.
+    ValueError
+        Fewer than 2 states, states of different shapes, an inf or NaN, a zero state (the
+        ratio is undefined), ``factors`` not one positive number per block, a non-finite
+        ``offset``, or a ratio beyond float64.
 
     References
     ----------
@@ -49,14 +61,40 @@ def block_growth_ratio(features: Sequence[torch.Tensor], factors: Sequence[float
     >>> block_growth_ratio([h0, 2 * h0], [4.0]).tolist()
     [1.0]
     """
-    feats = list(features)
+    if isinstance(features, torch.Tensor) and features.ndim == 4:
+        features = list(features.unbind(0))
+    if isinstance(features, (str, bytes)) or not isinstance(features, Sequence):
+        raise TypeError("features must be a sequence of (S, N, w) tensors, got "
+                        f"{type(features).__name__}")
+    feats = [v.tensor(f"features[{b}]", h, ndim=3).detach() for b, h in enumerate(features)]
     if len(feats) < 2:
         raise ValueError(f"features must hold at least 2 hidden states, got {len(feats)}")
-    q = v.scales("factors", list(factors))
+    if len({h.shape for h in feats}) != 1:
+        raise ValueError("features must all have one shape (S, N, w), got "
+                         f"{[tuple(h.shape) for h in feats]}")
+    q = v.scales("factors", factors)
     if len(q) != len(feats) - 1 or min(q) <= 0:
         raise ValueError(f"factors must hold {len(feats) - 1} positive values (one per block), "
                          f"got {factors!r}")
     c = v.finite_real("offset", offset)
-    sq = torch.stack([h.detach().square().sum(-1) for h in feats])
+    sq = torch.stack([h.square().sum(-1) for h in feats])
     qt = torch.tensor(q, dtype=torch.float64, device=sq.device)[:, None, None]
-    return ((sq[1:] - c) / (qt * sq[:-1])).mean((0, 2))
+    # states of any scale: squared norms of exactly rescaled states, sq = sq' 4^e
+    scaled, e = rescaled(torch.stack(feats), 3)
+    sq_s = scaled.square().sum(-1)
+    if bool((sq_s == 0).any()):
+        raise ValueError("features hold a zero hidden state, where the ratio is undefined")
+    ratio = _ldexp(sq_s[1:] / sq_s[:-1], 2 * (e[1:] - e[:-1]))
+    if c != 0:
+        ratio = ratio - _ldexp(c / sq_s[:-1], -2 * e[:-1])
+    ratio = torch.where((e == 0).all(0), (sq[1:] - c) / (qt * sq[:-1]), ratio / qt)
+    if not bool(torch.isfinite(ratio).all()):
+        raise ValueError("features: the ratio overflows float64 (hidden states too small or "
+                         "too large for the offset)")
+    return ratio.mean((0, 2))
+
+
+def _ldexp(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """``x 2^e`` in two exact steps (each power of two within float64's range)."""
+    half = e.div(2, rounding_mode="floor")
+    return torch.ldexp(torch.ldexp(x, half.to(x.dtype)), (e - half).to(x.dtype))

@@ -102,6 +102,10 @@ def output_sq_ratios(x: torch.Tensor, blocks: int, *, weight_norm: bool, n_nets:
     torch.Size([4, 2])
     """
     x = v.tensor("x", x, ndim=2)
+    if not isinstance(explicit, bool):
+        raise TypeError(f"explicit must be a bool, got {type(explicit).__name__}")
+    if bool((x == 0).all(-1).any()):
+        raise ValueError("x must have no zero row (the ratio ||f(x)||^2/||x||^2 is undefined)")
     net = scaled_resnet(x.shape[-1], blocks, weight_norm=weight_norm)
     if explicit:
         log_r = explicit_trace(net, x, n_nets=n_nets, gen=gen).log_h_ratio[-1]

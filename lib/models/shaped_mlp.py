@@ -26,6 +26,7 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE
+from ..core.scaling import rescaled
 from ..sample.laws import haar_orthogonal
 
 __all__ = ["ShapedMLP", "shaped_mlp", "per_run", "power_gains", "weight_gaps", "ACTIVATIONS"]
@@ -48,8 +49,13 @@ def per_run(activations: Sequence[Activation], runs_each: int) -> Activation:
     >>> torch.equal(act(h), torch.stack([torch.tanh(h[0]), h[1]]))
     True
     """
+    if isinstance(activations, (str, bytes)) or not isinstance(activations, Sequence):
+        raise TypeError("activations must be a non-empty sequence of callables, got "
+                        f"{type(activations).__name__}")
     acts = list(activations)
-    if not acts or not all(callable(a) for a in acts):
+    if not acts:
+        raise ValueError("activations must be a non-empty sequence of callables, got []")
+    if not all(callable(a) for a in acts):
         raise TypeError("activations must be a non-empty sequence of callables")
     k = v.positive_int("runs_each", runs_each)
 
@@ -70,9 +76,12 @@ def power_gains(depth: int, exponent: float) -> list[float]:
     [1.0, 0.5, 0.3333333333333333, 0.25]
     """
     depth = v.positive_int("depth", depth)
-    if isinstance(exponent, bool) or not isinstance(exponent, (int, float)) or exponent < 0:
-        raise ValueError(f"exponent must be a real number >= 0, got {exponent!r}")
-    return [(ell + 1) ** -float(exponent) for ell in range(depth + 1)]
+    exponent = v.nonnegative_float("exponent", exponent)
+    gains = [(ell + 1) ** -exponent for ell in range(depth + 1)]
+    if gains[-1] == 0:
+        raise ValueError(f"exponent = {exponent!r} is too large: the gain (depth + 1)^-exponent "
+                         "underflows to 0 (the gains must be > 0)")
+    return gains
 
 
 def _bn(h: torch.Tensor) -> torch.Tensor:
@@ -157,11 +166,21 @@ def shaped_mlp(*, runs: int, width: int, depth: int, n_in: int, n_classes: int,
     runs, width = v.positive_int("runs", runs), v.positive_int("width", width)
     depth, n_in = v.positive_int("depth", depth), v.positive_int("n_in", n_in)
     n_classes = v.positive_int("n_classes", n_classes)
+    gains = v.real_sequence("gains", gains, positive=True)
+    if len(gains) != depth + 1:
+        raise ValueError(f"gains must have depth + 1 = {depth + 1} entries, got {len(gains)}")
+    if not callable(activation):
+        raise TypeError(f"activation must be callable, got {type(activation).__name__}")
+    if not isinstance(normalized, bool):
+        raise TypeError(f"normalized must be a bool, got {type(normalized).__name__}")
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    gen = v.generator("gen", gen, optional=False)
     w_in = haar_orthogonal(runs, width, n_in, gen=gen)
     ws = haar_orthogonal(runs * depth, width, width, gen=gen).view(runs, depth, width, width)
     w_out = haar_orthogonal(runs, n_classes, width, gen=gen)
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
     return ShapedMLP(w_in.to(dtype), ws.to(dtype), w_out.to(dtype), gains, activation,
                      normalized)
 
@@ -170,11 +189,27 @@ def weight_gaps(ws: torch.Tensor) -> torch.Tensor:
     """Isometry gap of square weight matrices (..., d, d): log(tr(W^T W)/d) - (2/d) log|det W|.
 
     Zero exactly for a multiple of an orthogonal matrix (the gap is scale invariant, and so is
-    BN: only the rows' directions matter).
+    BN: only the rows' directions matter); +inf for a singular matrix. An inf or NaN entry
+    gives NaN or inf for its matrix.
+
+    Raises
+    ------
+    TypeError
+        ``ws`` is not a floating-point tensor of square matrices.
+    ValueError
+        A matrix of ``ws`` is zero (the gap 0/0 is undefined).
+
+    Examples
+    --------
+    >>> float(weight_gaps(3 * torch.eye(2, dtype=torch.float64)))
+    0.0
     """
-    if not isinstance(ws, torch.Tensor) or ws.ndim < 2 or ws.shape[-1] != ws.shape[-2]:
-        raise TypeError("ws must be a tensor of square matrices (..., d, d)")
-    ws = ws.detach()
+    if not isinstance(ws, torch.Tensor) or ws.ndim < 2 or ws.shape[-1] != ws.shape[-2] or \
+            not ws.is_floating_point():
+        raise TypeError("ws must be a floating-point tensor of square matrices (..., d, d)")
+    ws, _ = rescaled(ws.detach(), ws.ndim - 2)       # exact: the gap is scale invariant
+    if bool((ws == 0).flatten(-2).all(-1).any()):
+        raise ValueError("ws has a zero matrix, whose isometry gap (0/0) is undefined")
     d = ws.shape[-1]
     _, logabs = torch.linalg.slogdet(ws)
     return torch.log(ws.square().sum(dim=(-2, -1)) / d) - 2.0 * logabs / d
@@ -215,10 +250,25 @@ def gradient_norms(model: ShapedMLP, x: torch.Tensor, y: torch.Tensor) -> torch.
     if not isinstance(model, ShapedMLP):
         raise TypeError(f"model must be a ShapedMLP, got {type(model).__name__}")
     x = v.tensor("x", x, ndim=2)
+    n_in, n_classes = model.w_in.shape[-1], model.w_out.shape[-2]
+    if x.shape[1] != n_in:
+        raise ValueError(f"x must have n_in = {n_in} columns, got shape {tuple(x.shape)}")
+    if x.shape[0] < 2 or bool((x == x[:1]).all()):
+        raise ValueError("x must hold at least two distinct samples (BN over a batch of equal "
+                         "samples is undefined)")
     if not isinstance(y, torch.Tensor) or y.shape != x.shape[:1]:
         raise ValueError(f"y must be a tensor of shape ({x.shape[0]},), got "
                          f"{getattr(y, 'shape', type(y).__name__)}")
-    x, y = x.to(model.ws.device), y.to(model.ws.device)   # the samples meet the weights
+    if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+        raise TypeError(f"y must hold integer class labels, got {y.dtype}")
+    if bool(((y < 0) | (y >= n_classes)).any()):
+        raise ValueError(f"y must hold class labels in [0, {n_classes}), got "
+                         f"[{int(y.min())}, {int(y.max())}]")
+    # BN follows the first layer, so the loss does not depend on the scale of x: an exact
+    # power-of-two rescaling keeps inputs of any scale in range (none for ordinary scales)
+    x = rescaled(x[None], 1)[0][0]
+    x = x.to(device=model.ws.device, dtype=model.ws.dtype)   # the samples meet the weights
+    y = y.to(model.ws.device)
     loss = torch.nn.functional.cross_entropy(model(x.expand(model.runs, *x.shape)).transpose(1, 2),
                                              y.expand(model.runs, -1))
     (g,) = torch.autograd.grad(loss * model.runs, [model.ws])
@@ -255,15 +305,19 @@ def random_displacement(moved: torch.Tensor, gen: torch.Generator) -> torch.Tens
     >>> torch.allclose(r.flatten(1).norm(dim=1), moved.flatten(1).norm(dim=1))
     True
     """
-    if not isinstance(moved, torch.Tensor) or moved.ndim < 2:
-        raise TypeError("moved must be a tensor of matrices (..., d, d)")
+    if not isinstance(moved, torch.Tensor) or moved.ndim < 2 or not moved.is_floating_point():
+        raise TypeError("moved must be a floating-point tensor of matrices (..., d, d)")
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"gen must be a torch.Generator, got {type(gen).__name__}")
-    size = moved.flatten(-2).norm(dim=-1)
+    # the norms of matrices of any scale: exact power-of-two rescaling (none for ordinary ones)
+    scaled, e = rescaled(moved, moved.ndim - 2)
+    size = scaled.flatten(-2).norm(dim=-1)
     noise = torch.randn(moved.shape, generator=gen, device=gen.device,
                         dtype=moved.dtype).to(moved.device)
     noise *= (size / noise.flatten(-2).norm(dim=-1))[..., None, None]
-    return noise
+    half = e.div(2, rounding_mode="floor")[..., None, None]
+    return torch.ldexp(torch.ldexp(noise, half.to(noise.dtype)),
+                       (e[..., None, None] - half).to(noise.dtype))
 
 
 __all__ += ["gradient_norms", "random_displacement"]

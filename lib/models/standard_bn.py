@@ -36,6 +36,7 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
+from ..core.scaling import SAFE_EXPONENT, rescaled
 from ..sample.engine import trace
 from ..sample.layers import Residual, Serial
 from .batchnorm import first_layer_grads, readout_pass, shaped_net
@@ -48,11 +49,30 @@ Activation = Callable[[torch.Tensor], torch.Tensor]
 
 
 def bn_standard(x: torch.Tensor) -> torch.Tensor:
-    """Each row of each (d, n) matrix centred over the batch and scaled to unit variance."""
+    """Each row of each (d, n) matrix centred over the batch and scaled to unit variance.
+
+    Rows of any finite scale (BN is scale invariant; an exact power-of-two rescaling keeps
+    their norms in range); an inf or NaN gives NaN in its row.
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not a floating-point tensor.
+    ValueError
+        A row is constant over the batch (zero variance), where BN is undefined.
+
+    Examples
+    --------
+    >>> bn_standard(torch.tensor([[1.0, 3.0]], dtype=torch.float64))
+    tensor([[-1.,  1.]], dtype=torch.float64)
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.ndim < 1:
+        raise TypeError("x must be a floating-point torch.Tensor (..., d, n)")
+    x, _ = rescaled(x, x.ndim - 1)
     h = x - x.mean(dim=-1, keepdim=True)
     norms = h.norm(dim=-1, keepdim=True)
     if (norms == 0).any():
-        raise ValueError("a feature is constant over the batch: BN is undefined")
+        raise ValueError("x: a feature is constant over the batch: BN is undefined")
     return math.sqrt(x.shape[-1]) * h / norms
 
 
@@ -60,7 +80,8 @@ def feature_gap(x: torch.Tensor) -> torch.Tensor:
     """phi of the feature Gram matrix: log(tr(X X^T)/d) - (1/d) log det(X X^T), (..., d, n).
 
     Zero exactly when the d rows are orthogonal with equal norms; +inf when they are linearly
-    dependent (always the case for n < d).
+    dependent (always the case for n < d, and for a zero batch). Batches of any finite scale
+    (the gap is scale invariant; an exact power-of-two rescaling keeps them in range).
 
     Examples
     --------
@@ -71,13 +92,16 @@ def feature_gap(x: torch.Tensor) -> torch.Tensor:
     if not isinstance(x, torch.Tensor) or x.ndim < 2:
         raise TypeError("x must be a torch.Tensor of matrices (..., d, n)")
     x = v.tensor("x", x, ndim=x.ndim)
+    x, _ = rescaled(x, x.ndim - 2)
     gram = x @ x.transpose(-2, -1)
     d = gram.shape[-1]
     if x.shape[-1] < d:  # rank <= n < d by construction
         return torch.full(x.shape[:-2], math.inf, dtype=x.dtype, device=x.device)
     sign, logdet = torch.linalg.slogdet(gram)
     logdet = torch.where(sign > 0, logdet, torch.full_like(logdet, -math.inf))
-    return torch.log(torch.diagonal(gram, dim1=-2, dim2=-1).sum(-1) / d) - logdet / d
+    trace = torch.diagonal(gram, dim1=-2, dim2=-1).sum(-1)
+    gap = torch.log(trace / d) - logdet / d
+    return torch.where(trace > 0, gap, torch.full_like(gap, math.inf))   # zero rows: dependent
 
 
 def standard_bn_net(d: int, depth: int, *, activation: Activation, gain: float = 1.0,
@@ -97,7 +121,8 @@ def standard_bn_net(d: int, depth: int, *, activation: Activation, gain: float =
     activation : callable
         The elementwise activation.
     gain : float
-        The gain before the activation (> 0).
+        The gain before the activation, in [2^-400, 2^400] (where the squared norms of the
+        activation's input stay float64 numbers).
     weights : str
         ``'orthogonal'`` (Haar) or ``'gaussian'`` (N(0, 1/d) entries).
     residual : bool
@@ -132,7 +157,12 @@ def _feature_gap_of_state(h: torch.Tensor, log_r: torch.Tensor) -> torch.Tensor:
 
 
 def _inputs(x0, n_nets: int) -> torch.Tensor:
-    return v.per_network("x0", x0, n_nets).to(device=device(), dtype=DTYPE)
+    x = v.per_network("x0", x0, n_nets)
+    if bool((x == x[..., :1]).all(-1).all(-1).any()):
+        raise ValueError("x0 must not have all its samples equal for some network: every "
+                         "feature of W_0 X_0 is then constant over the batch, where BN is "
+                         "undefined")
+    return x.to(device=device(), dtype=DTYPE)
 
 
 def _check(activation, gain, residual) -> float:
@@ -140,7 +170,12 @@ def _check(activation, gain, residual) -> float:
         raise TypeError("activation must be callable")
     if not isinstance(residual, bool):
         raise TypeError(f"residual must be a bool, got {type(residual).__name__}")
-    return v.positive_float("gain", gain)
+    gain = v.positive_float("gain", gain)
+    if not 2.0**-SAFE_EXPONENT <= gain <= 2.0**SAFE_EXPONENT:
+        raise ValueError(f"gain must lie in [2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], got "
+                         f"{gain!r}: beyond, the activation's input gain * BN(W X) leaves the "
+                         "range where its squared norms are float64 numbers")
+    return gain
 
 
 def representation_gaps(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
@@ -183,7 +218,7 @@ def representation_gaps(x0: torch.Tensor, depths: Sequence[int], *, n_nets: int,
     ...                     activation=torch.tanh).shape
     torch.Size([2, 3])
     """
-    ds = v.widths("depths", list(depths))
+    ds = v.widths("depths", depths)
     n_nets = v.positive_int("n_nets", n_nets)
     x = _inputs(x0, n_nets)
     net = standard_bn_net(x.shape[1], max(ds), activation=activation, gain=gain,
@@ -222,6 +257,12 @@ def first_layer_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets
     torch.Tensor
         ``(len(depths), n_nets)``: row j is depth ``depths[j]``.
 
+    Raises
+    ------
+    ValueError
+        A batch with all samples equal, or of rank below 2 after centring (then the gradient
+        is exactly 0), or a bad argument.
+
     References
     ----------
     Meterez et al. (2024), Figures H5 and J1.
@@ -235,9 +276,14 @@ def first_layer_grad_lognorms(x0: torch.Tensor, depths: Sequence[int], *, n_nets
     ...                           activation=torch.tanh, residual=True).shape
     torch.Size([2, 3])
     """
-    ds = v.widths("depths", list(depths))
+    ds = v.widths("depths", depths)
     n_nets = v.positive_int("n_nets", n_nets)
     x = _inputs(x0, n_nets)
+    batches = x[:1] if x0.ndim == 2 else x           # a shared batch is checked once
+    if bool((torch.linalg.matrix_rank(batches - batches.mean(-1, keepdim=True)) < 2).any()):
+        # centred X_0 = a b^T: every row of BN(W_0 X_0) is +-b^T/|b| whatever W_0
+        raise ValueError("x0 must have rank >= 2 after centring (every network): on a batch of "
+                         "rank <= 1 the first layer's gradient is exactly 0")
     net = standard_bn_net(x.shape[1], max(ds), activation=activation, gain=gain,
                           weights=weights, residual=residual)
     return first_layer_grads(*readout_pass(net, x, n_nets=n_nets, gen=gen, tops=ds), ds)

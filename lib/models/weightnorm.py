@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -30,6 +31,7 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
+from ..core.scaling import SAFE_EXPONENT, rescaled
 from ..sample.engine import trace
 from ..sample.laws import (
     LAWS,
@@ -51,7 +53,10 @@ Source = Literal["main", "appendix"]
 
 
 def sphere_area(q, convention: Convention = "ambient") -> sp.Expr:
-    """Surface area S_q of a unit sphere, as a SymPy expression (``q`` an int or a symbol).
+    """Surface area S_q of a unit sphere, as a SymPy expression.
+
+    ``q`` is an int (>= 1 ambient, >= 0 intrinsic, at most ``EXACT_LIMIT`` = 10^4: the exact
+    value holds a factorial of q/2) or a real SymPy expression (a symbol for the formula).
 
     ``'ambient'``: the sphere in R^q, S_q = 2 pi^(q/2) / Gamma(q/2) (so S_2 = 2 pi, S_3 = 4 pi).
     ``'intrinsic'``: the q-dimensional sphere S^q in R^(q+1), i.e. the ambient S_(q+1)
@@ -64,7 +69,7 @@ def sphere_area(q, convention: Convention = "ambient") -> sp.Expr:
     """
     if convention not in ("ambient", "intrinsic"):
         raise ValueError(f"convention must be 'ambient' or 'intrinsic', got {convention!r}")
-    q = sp.sympify(q)
+    q = _dimension("q", q, 1 if convention == "ambient" else 0)
     d = q if convention == "ambient" else q + 1
     return 2 * sp.pi ** (d / 2) / sp.gamma(d / 2)
 
@@ -73,20 +78,42 @@ def wallis(q) -> sp.Expr:
     """W_q = int_0^(pi/2) sin^q(theta) d theta = sqrt(pi) Gamma((q+1)/2) / (2 Gamma(q/2 + 1)).
 
     The closed form of the Beta integral; it satisfies W_q = (q-1)/q W_(q-2), eq. (183).
+    ``q`` is an int in [0, 10^4] (``EXACT_LIMIT``) or a real SymPy expression.
 
     Examples
     --------
     >>> wallis(2)
     pi/4
     """
-    q = sp.sympify(q)
+    q = _dimension("q", q, 0)
     return sp.sqrt(sp.pi) * sp.gamma((q + 1) / 2) / (2 * sp.gamma(q / 2 + 1))
 
 
-def _int_n(name: str, n, lo: int = 1) -> int:
+#: The largest integer dimension of the exact formulas: their values are formed exactly (Gamma
+#: of an integer is a factorial, K_n as printed a product of n/2 fractions), which takes seconds
+#: at 10^4 and grows without bound; a SymPy symbol gives the general formula instead.
+EXACT_LIMIT = 10_000
+
+
+def _int_n(name: str, n, lo: int = 1, *, limit: bool = True) -> int:
+    if isinstance(n, sp.Integer):
+        n = int(n)
     if isinstance(n, bool) or not isinstance(n, int) or n < lo:
         raise ValueError(f"{name} must be an int >= {lo}, got {n!r}")
+    if n > EXACT_LIMIT and limit:
+        raise ValueError(f"{name} = {n} is too large for an exact value (at most "
+                         f"{EXACT_LIMIT}); pass a SymPy symbol for the general formula")
     return n
+
+
+def _dimension(name: str, q, lo: int) -> sp.Expr:
+    """An int dimension >= ``lo`` (at most ``EXACT_LIMIT``), or a real SymPy expression."""
+    if isinstance(q, sp.Basic) and not isinstance(q, sp.Integer):
+        if not isinstance(q, sp.Expr) or q.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or \
+                q.is_real is False:
+            raise ValueError(f"{name} must be an int or a real SymPy expression, got {q!r}")
+        return q
+    return sp.Integer(_int_n(name, q, lo))
 
 
 def _product(factor: Callable[[int], sp.Rational], upto: int) -> sp.Expr:
@@ -106,6 +133,7 @@ def k_printed(n: int, source: Source = "main", convention: Convention = "intrins
     is read as the pattern's factors up to (n-2)/(n-1) (the only reading that defines it):
     odd n gives prod_{j<=(n-3)/2} 2j/(2j+1), even n gives prod_{j<=(n-2)/2} (2j-1)/(2j) * pi/2.
     Empty products are 1. ``convention`` fixes what S_n means (see :func:`sphere_area`).
+    ``n`` is at most ``EXACT_LIMIT`` = 10^4 (the products have n/2 factors).
 
     Examples
     --------
@@ -115,9 +143,9 @@ def k_printed(n: int, source: Source = "main", convention: Convention = "intrins
     n = _int_n("n", n)
     if source not in ("main", "appendix"):
         raise ValueError(f"source must be 'main' or 'appendix', got {source!r}")
-    ratio = 2 * sphere_area(n - 1, convention) / sphere_area(n, convention)
     if convention == "ambient" and n == 1:
         raise ValueError("n must be >= 2 with the ambient convention (S_0 of R^0 is undefined)")
+    ratio = 2 * sphere_area(n - 1, convention) / sphere_area(n, convention)
     evens = lambda upto: _product(lambda j: sp.Rational(2 * j, 2 * j + 1), upto)  # noqa: E731
     odds = lambda upto: _product(lambda j: sp.Rational(2 * j - 1, 2 * j), upto) * sp.pi / 2  # noqa: E731
     even_case = (source == "main") == (n % 2 == 0)
@@ -132,7 +160,9 @@ def k_constant(n) -> sp.Expr:
     K_n = 2n E[max(0, t)^2] = n E[t^2], t the first coordinate of a uniform unit vector of R^n.
     For n >= 2, t has density (1-t^2)^((n-3)/2) / B(1/2, (n-1)/2) on [-1, 1], and
     E[t^2] = B(3/2, (n-1)/2) / B(1/2, (n-1)/2) = 1/n; for n = 1, t = +-1. Hence K_n = 1.
-    ``n`` may be an int >= 1 or a positive SymPy symbol (then n >= 2 is assumed).
+    ``n`` may be an int >= 1 or a positive SymPy symbol (then n >= 2 is assumed); for an int
+    n >= 2 the closed form derived for the symbol is evaluated at n, so every n takes the same
+    time.
 
     Examples
     --------
@@ -142,12 +172,20 @@ def k_constant(n) -> sp.Expr:
     if isinstance(n, sp.Symbol):
         if not n.is_positive:
             raise ValueError("n must be a positive symbol")
-    else:
-        n = _int_n("n", n)
-        if n == 1:
-            return sp.Integer(1)  # t = +-1 with probability 1/2 each: 2 * (1/2) * 1
+        return _k_derived(n)
+    n = _int_n("n", n, limit=False)
+    if n == 1:
+        return sp.Integer(1)  # t = +-1 with probability 1/2 each: 2 * (1/2) * 1
+    # the closed form for a positive symbol (n >= 2) at n: Gamma(n/2) is never formed, so any
+    # n takes the same time
+    symbol = sp.Symbol("n", positive=True)
+    return _k_derived(symbol).subs(symbol, n)
+
+
+def _k_derived(n: sp.Expr) -> sp.Expr:
+    """n B(3/2, (n-1)/2) / B(1/2, (n-1)/2), simplified (:func:`k_constant`)."""
     a = sp.Rational(1, 2)
-    b = (sp.sympify(n) - 1) / 2
+    b = (n - 1) / 2
     second_moment = sp.beta(a + 1, b) / sp.beta(a, b)
     return sp.simplify(sp.gammasimp(sp.expand_func(n * second_moment)))
 
@@ -183,7 +221,7 @@ def layer_sq_ratio(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator
     >>> layer_sq_ratio(torch.ones(3, dtype=torch.float64), 8, n_nets=4, gen=generator(0)).shape
     torch.Size([4])
     """
-    u = v.nonzero_vector("u", u).to(device=device(), dtype=DTYPE)
+    u = _unit_scale(v.nonzero_vector("u", u).to(device=device(), dtype=DTYPE))
     m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
     chunk = v.positive_int("chunk", chunk)
     if mask not in ("relu", "bernoulli"):
@@ -206,7 +244,25 @@ def layer_sq_ratio(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator
             else:
                 a = a * (standard_uniform(b, w, gen=gen) < 0.5)
             total[start:start + b] += a.square().sum(-1)
-    return total / u.square().sum()
+    out = total / u.square().sum()
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError(f"gain = {k!r} is too large: the ratio k^2 ||R_hat u||^2 / ||u||^2 "
+                         "overflows float64")
+    return out
+
+
+def _square(c: float) -> float:
+    """``c**2``, +inf where it overflows (Python raises there)."""
+    try:
+        return c**2
+    except OverflowError:
+        return math.inf
+
+
+def _unit_scale(u: torch.Tensor) -> torch.Tensor:
+    """``u`` times an exact power of two where its norm would leave float64's range (the
+    ratios ||f(u)||^2 / ||u||^2 of a homogeneous layer do not depend on the scale of u)."""
+    return rescaled(u[None], 1)[0][0]
 
 
 def wn_network(widths: Sequence[int], *, gain: float | Callable[[int, int], float] | None = None,
@@ -222,6 +278,8 @@ def wn_network(widths: Sequence[int], *, gain: float | Callable[[int, int], floa
     (2, 4, 4)
     """
     widths = v.widths("widths", widths)
+    if law not in LAWS:
+        raise ValueError(f"law must be one of {LAWS}, got {law!r}")
     return Serial(tuple(serial(WeightNorm(n, law, gain, 2.0, row_norm), ReLU()) for n in widths))
 
 
@@ -289,8 +347,13 @@ def wn_relu_mlp(x: torch.Tensor, widths, *, n_nets: int, gen: torch.Generator,
         rule = lambda fan_in, fan_out: k_const  # noqa: E731
     if not (delta == "random" or callable(delta)):
         raise ValueError(f"delta must be 'random' or a callable, got {delta!r}")
-    net = wn_network(widths, gain=rule, law=law, row_norm=row_norm)
+    # row_norm only scales ||dl/dW|| by 1/c (eq. 28); the engine forms c^2, so a c whose
+    # square leaves float64 is applied afterwards, in log space (exact)
+    shift = row_norm is not None and not 2.0**-SAFE_EXPONENT <= row_norm <= 2.0**SAFE_EXPONENT
+    net = wn_network(widths, gain=rule, law=law, row_norm=1.0 if shift else row_norm)
     t = trace(net, x, n_nets=n_nets, gen=gen, backward=delta)
+    if shift:
+        t = replace(t, stats={**t.stats, "log_grad_w": t.stats["log_grad_w"] - math.log(row_norm)})
     fans = t.widths
     gains = tuple(float(rule(a, b)) for a, b in zip(fans[:-1], fans[1:], strict=True))
     return t.with_meta(gains=gains)
@@ -347,7 +410,7 @@ def prop3_sq_norm(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
     >>> prop3_sq_norm(torch.ones(3, dtype=torch.float64), 5, n_nets=2, gen=generator(0)).shape
     torch.Size([2])
     """
-    u = v.nonzero_vector("u", u).to(device=device(), dtype=DTYPE)
+    u = _unit_scale(v.nonzero_vector("u", u).to(device=device(), dtype=DTYPE))
     m, n_nets = v.positive_int("m", m), v.positive_int("n_nets", n_nets)
     if z not in ("bernoulli", "gaussian"):
         raise ValueError(f"z must be 'bernoulli' or 'gaussian', got {z!r}")
@@ -358,12 +421,16 @@ def prop3_sq_norm(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
     norms = r.norm(dim=-1)
     proj = torch.matmul(r / norms.unsqueeze(-1), u)                 # R_hat_i . u
     perp = (u.square().sum() - proj.square()).clamp_min(0)          # ||(I - P) u||^2
-    c2 = norms.square() if row_norm is None else row_norm**2
+    c2 = norms.square() if row_norm is None else _square(row_norm)
     if z == "bernoulli":
         zz = (standard_uniform(n_nets, m, gen=gen) < 0.5).to(DTYPE)
     else:
         zz = standard_normal(n_nets, m, gen=gen)
-    return (2 * n / m) * (zz.square() * perp / c2).sum(-1) / u.square().sum()
+    out = (2 * n / m) * (zz.square() * perp / c2).sum(-1) / u.square().sum()
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError(f"row_norm = {row_norm!r} is too small: ||M||^2 / ||u||^2, of order "
+                         "1/row_norm^2, overflows float64")
+    return out
 
 
 __all__ = ["LAWS", "k_constant", "k_printed", "layer_sq_ratio", "log_grad_ratio", "normalize_rows",
@@ -396,7 +463,14 @@ def prop3_expectation(n: int, m: int, *, z: str = "bernoulli",
         raise ValueError(f"z must be 'bernoulli' or 'gaussian', got {z!r}")
     if row_norm is None and n <= 2:
         raise ValueError(f"n must be > 2 for raw rows (E||R_i||^-2 = 1/(n - 2)), got {n}")
-    inv_c2 = 1 / (n - 2) if row_norm is None else 1 / v.positive_float("row_norm", row_norm)**2
+    if row_norm is None:
+        inv_c2 = 1 / (n - 2)
+    else:
+        c2 = _square(v.positive_float("row_norm", row_norm))
+        if c2 == 0 or 1 / c2 == math.inf:
+            raise ValueError(f"row_norm = {row_norm!r} is too small: 1/row_norm^2 overflows "
+                             "float64")
+        inv_c2 = 1 / c2                                       # 0 where 1/c^2 underflows
     e_z2 = m / 2 if z == "bernoulli" else m
     return 2 * n / m * inv_c2 * (1 - 1 / n) * e_z2
 

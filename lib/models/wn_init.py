@@ -28,6 +28,7 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device, rand, randn
+from ..core.scaling import SAFE_EXPONENT
 from ..sample.engine import trace
 from ..sample.laws import (
     DIRECTIONS,
@@ -60,6 +61,20 @@ def _random_backward(backward) -> str | None:
     return "random" if backward else None
 
 
+def _trace(net: Serial, x: torch.Tensor, n_nets: int, gen: torch.Generator, backward,
+           gains: str) -> Trace:
+    """The engine's trace; an overflow inside the blocks is the gains' (named in ``gains``).
+
+    A residual block adds its branch to the stream in linear space, so the stream's scale
+    grows by about g1 g2 per block: gains far from 1 leave float64 after a few blocks.
+    """
+    try:
+        return trace(net, x, n_nets=n_nets, gen=gen, backward=_random_backward(backward))
+    except FloatingPointError as e:
+        raise ValueError(f"{gains}: the blocks' gains carry the residual stream beyond float64 "
+                         f"({e})") from None
+
+
 def _block_gains(name: str, value, blocks: int) -> list[float | None]:
     return [None] * blocks if value is None else v.per_layer(name, value, blocks)
 
@@ -77,7 +92,16 @@ def wn_block(d_in: int, d_out: int, hidden: int, direction: Direction, *, g1: fl
     >>> wn_block(4, 4, 8, "sphere", g1=1.0, g2=0.5).out_shape((4,))
     (4,)
     """
+    d_in, d_out = v.positive_int("d_in", d_in), v.positive_int("d_out", d_out)
+    hidden = v.positive_int("hidden", hidden)
     direction = _direction(direction)
+    g1, g2 = v.positive_float("g1", g1), v.positive_float("g2", g2)
+    if projection is None:
+        if d_in != d_out:
+            raise ValueError(f"projection must be a gain when d_in != d_out ({d_in} != {d_out}): "
+                             "the identity shortcut needs d_in = d_out")
+    else:
+        projection = v.positive_float("projection", projection)
     branch = serial(Dense(hidden, weight_normalized(direction, gain=g1)), ReLU(),
                     Dense(d_out, weight_normalized(direction, gain=g2)))
     shortcut = None if projection is None else Dense(
@@ -90,7 +114,8 @@ def wn_resnet_net(d: int, hidden: Sequence[int], direction: Direction, *, fc1_ga
     """The weight-normalized ResNet of eq. (6) as a layer description, one block per entry.
 
     Block b maps h (width d) to h + g2 W2_hat ReLU(g1 W1_hat h), W1_hat (n_b, d), W2_hat
-    (d, n_b), n_b = ``hidden[b]``; gains as in :func:`wn_resnet`.
+    (d, n_b), n_b = ``hidden[b]``; gains as in :func:`wn_resnet`, with g1 g2 in
+    [2^-400, 2^400] in every block (the branch's scale relative to the stream).
 
     Examples
     --------
@@ -105,6 +130,11 @@ def wn_resnet_net(d: int, hidden: Sequence[int], direction: Direction, *, fc1_ga
     g1s = [proposed_gain(d, n) if g is None else g for g, n in zip(g1s, hidden, strict=True)]
     g2s = [proposed_gain(n, d, 1.0 / blocks) if g is None else g
            for g, n in zip(g2s, hidden, strict=True)]
+    for b, (g1, g2) in enumerate(zip(g1s, g2s, strict=True)):
+        if not 2.0**-SAFE_EXPONENT <= g1 * g2 <= 2.0**SAFE_EXPONENT:
+            raise ValueError(f"fc1_gain and fc2_gain: block {b} has g1 g2 = {g1 * g2!r}, outside "
+                             f"[2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], where the branch's "
+                             "squared norm relative to the stream stays a float64 number")
     return Serial(tuple(wn_block(d, d, n, direction, g1=a, g2=b)
                         for n, a, b in zip(hidden, g1s, g2s, strict=True)))
 
@@ -158,7 +188,7 @@ def wn_resnet(x: torch.Tensor, hidden: Sequence[int], direction: Direction, *, n
     """
     x = v.tensor("x", x, ndim=2)
     net = wn_resnet_net(x.shape[-1], hidden, direction, fc1_gain=fc1_gain, fc2_gain=fc2_gain)
-    t = trace(net, x, n_nets=n_nets, gen=gen, backward=_random_backward(backward))
+    t = _trace(net, x, n_nets, gen, backward, "fc1_gain and fc2_gain")
     names = {"log_f": "log_branch", "cos_f": "cos_branch"}
     if backward:
         names.update(log_j="log_branch_grad", cos_j="cos_branch_grad")
@@ -231,10 +261,17 @@ def _pytorch_v(fan_out: int, fan_in: int, gen: torch.Generator) -> torch.Tensor:
 
 
 def _data_dependent(layer: WNLayer, h: torch.Tensor) -> None:
-    """Salimans & Kingma (2016): set g, b so that pre-activations have mean 0, variance 1."""
+    """Salimans & Kingma (2016): set g, b so that pre-activations have mean 0, variance 1.
+
+    Raises a ValueError naming ``data`` where a pre-activation has zero or non-finite spread
+    over the batch (then no g standardizes it).
+    """
     with torch.no_grad():
         t = h @ (layer.v / layer.v.norm(dim=-1, keepdim=True)).T
         mu, sd = t.mean(0), t.std(0)
+        if not bool((torch.isfinite(sd) & (sd > 0)).all()):
+            raise ValueError("data: a pre-activation is constant over the batch (or its spread "
+                             "is beyond float64), so the data-dependent gain 1/std is undefined")
         layer.g.copy_(1.0 / sd)
         layer.b.copy_(-mu / sd)
 
@@ -266,9 +303,9 @@ def wn_resnet_model(scheme: Scheme, *, d_in: int, width: int, d_out: int, blocks
     hanin_base = v.in_interval("hanin_base", hanin_base, 0.0, 1.0, closed_hi=True)
     if scheme == "data_dependent":
         data = v.tensor("data", data, ndim=2) if data is not None else None
-        if data is None or data.shape[1] != d_in:
-            raise ValueError(f"data must be a (N, d_in={d_in}) batch for the data-dependent "
-                             "initialization")
+        if data is None or data.shape[1] != d_in or data.shape[0] < 2:
+            raise ValueError(f"data must be a (N >= 2, d_in={d_in}) batch for the "
+                             "data-dependent initialization")
 
     def layer(fan_out: int, fan_in: int, gamma: float, gain: float | None = None) -> WNLayer:
         zeros = torch.zeros(fan_out, dtype=DTYPE, device=device())
@@ -533,7 +570,7 @@ def wn_stage_resnet(x: torch.Tensor, widths: Sequence[int], blocks: Sequence[int
     """
     x = v.tensor("x", x, ndim=2)
     net = wn_stage_net(x.shape[-1], widths, blocks, _direction(direction), gammas=gammas)
-    t = trace(net, x, n_nets=n_nets, gen=gen, backward=_random_backward(backward))
+    t = _trace(net, x, n_nets, gen, backward, "gammas")
     counts = v.widths("blocks", blocks)
     boundaries = tuple(int(b) for b in torch.tensor([0, *counts]).cumsum(0))
     return t.with_meta(boundaries=boundaries)

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from ..core import validate as v
 from ..core.device import DTYPE, device, rand
+from ..core.scaling import rescaled
 from ..sample.laws import DIRECTIONS, Direction, directions
 
 __all__ = ["Padding", "backward_ratios", "conv_forward_ratios", "forward_ratios",
@@ -46,10 +47,14 @@ def _blocks(n_nets: int, per_net: int, chunk: int) -> list[tuple[int, int]]:
 
 
 def _rows(u) -> tuple[torch.Tensor, bool, torch.Tensor]:
-    """``u`` as a batch of rows on the device, whether it was one vector, its squared norms."""
+    """``u`` as a batch of rows on the device, whether it was one vector, its squared norms.
+
+    The ratios are scale invariant: rows of any finite scale are rescaled exactly by powers of
+    two (rows of ordinary scale are left as they are).
+    """
     u = v.tensor("u", u, ndim=(1, 2)).to(device=device(), dtype=DTYPE)
     single = u.ndim == 1
-    u = u.reshape(-1, u.shape[-1])
+    u, _ = rescaled(u.reshape(-1, u.shape[-1]), 1)
     sq = u.square().sum(-1)
     if (sq == 0).any():
         raise ValueError("u must have no zero row (the ratio is undefined at 0)")
@@ -163,6 +168,7 @@ def _patches(h: torch.Tensor, k: int, padding: str) -> torch.Tensor:
 
 def _image(name: str, h, k) -> tuple[torch.Tensor, int]:
     h = v.tensor(name, h, ndim=3).to(device=device(), dtype=DTYPE)
+    h = rescaled(h[None], 1)[0][0]          # the ratios are scale invariant: any finite scale
     k = v.positive_int("k", k)
     if k % 2 == 0:
         raise ValueError(f"k must be odd ('same' padding), got {k}")

@@ -180,6 +180,8 @@ def stack(nets: Sequence, dtype: torch.dtype | None = None) -> StackedWNResNet |
     >>> bool(torch.allclose(batched(x)[1], nets[1](x)))
     True
     """
+    if isinstance(nets, (str, bytes)) or not isinstance(nets, Sequence):
+        raise TypeError(f"nets must be a sequence of networks, got {type(nets).__name__}")
     nets = list(nets)
     if not nets:
         raise ValueError("nets must not be empty")

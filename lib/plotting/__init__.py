@@ -32,29 +32,41 @@ def use_style() -> None:
     mpl.rcParams.update(STYLE)
 
 
-def _np(a) -> np.ndarray:
+def _np(a, name: str = "data", *, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:
+    """``a`` as a float64 NumPy array (a tensor is copied to the host), checked: real, with
+    ``ndim`` dimensions where given, without inf or NaN (Matplotlib would silently leave a
+    gap); every error names ``name``."""
     if isinstance(a, torch.Tensor):
-        a = a.detach().cpu().numpy()
-    arr = np.asarray(a, dtype=float)
+        if a.is_complex():
+            raise TypeError(f"{name} must be a real array, got dtype {a.dtype}")
+        a = a.detach().cpu().double().numpy()
+    elif a is None or isinstance(a, (str, bytes, dict)) or np.iscomplexobj(a):
+        raise TypeError(f"{name} must be a real array, got {type(a).__name__}")
+    try:
+        arr = np.asarray(a, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{name} must be a rectangular real array: {e}") from None
+    if ndim is not None and arr.ndim not in ((ndim,) if isinstance(ndim, int) else ndim):
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
     if not np.isfinite(arr).all():
-        raise ValueError("refusing to plot inf or NaN: track log-norms instead")
+        raise ValueError(f"{name}: refusing to plot inf or NaN (track log-norms instead)")
     return arr
 
 
 def measured(ax, x, y, se=None, *, label: str, **kw):
     """Measurement with ±2 SE error bars (95%)."""
-    x, y = _np(x), _np(y)
+    x, y = _np(x, "x"), _np(y, "y")
     style = {"marker": "o", "linestyle": "none", "ms": 4, **kw}
     if se is None:
         return ax.plot(x, y, label=label, **style)
-    return ax.errorbar(x, y, yerr=2 * _np(se), capsize=2, label=label, **style)
+    return ax.errorbar(x, y, yerr=2 * _np(se, "se"), capsize=2, label=label, **style)
 
 
 def theory(ax, x, y, *, label: str, **kw):
     """A theory curve, drawn dashed in black unless told otherwise."""
     # aliases ("ls", "lw", "c") given by a chapter override the defaults' full names
     style = {**THEORY, **cbook.normalize_kwargs(kw, mlines.Line2D)}
-    return ax.plot(_np(x), _np(y), label=label, **style)
+    return ax.plot(_np(x, "x"), _np(y, "y"), label=label, **style)
 
 
 def subplots(ncols: int = 1, nrows: int = 1, **kw):

@@ -3,7 +3,9 @@ and, side by side, on a GPU."""
 
 from __future__ import annotations
 
+import math
 import statistics
+from collections.abc import Mapping
 
 from . import theory
 
@@ -12,6 +14,34 @@ __all__ = ["side_by_side", "time_per_network"]
 #: marker of each timed method; the generator limits are drawn as lines
 MARKERS = {"lean_loop": "s", "vmap": "D", "batched": "o", "exact": "^", "exact_vector": "v"}
 LIMITS = {"rng": "--", "rng_stream": ":"}
+
+
+def _sizes(name: str, bench, workload) -> dict[str, dict]:
+    """The sizes of ``workload`` in ``bench`` (a Benchmark), whose every row is checked: a
+    positive int of networks and finite positive times (a log axis drops the others)."""
+    from ..core.benchmarks import Benchmark
+
+    if not isinstance(bench, Benchmark):
+        raise TypeError(f"{name} must be an eit.core.benchmarks.Benchmark, got "
+                        f"{type(bench).__name__}")
+    if not isinstance(workload, str):
+        raise TypeError(f"workload must be a str, got {type(workload).__name__}")
+    sizes = bench.sizes.get(workload)
+    if not sizes:
+        raise ValueError(f"workload: no rows for {workload!r} in {name}")
+    for (w, size, method), row in bench.runs.items():
+        if w != workload:
+            continue
+        where = f"{name}: the row ({w!r}, {size!r}, {method!r})"
+        nets = row.get("nets")
+        if isinstance(nets, bool) or not isinstance(nets, int) or nets < 1:
+            raise ValueError(f"{where} must have a positive int of nets, got {nets!r}")
+        times = list(row.get("seconds") or []) + [row.get("median")]
+        if not times[:-1] or not all(isinstance(t, (int, float)) and not isinstance(t, bool)
+                                     and math.isfinite(t) and t > 0 for t in times):
+            raise ValueError(f"{where} must have finite positive seconds and median, got "
+                             f"{row.get('seconds')!r} and {row.get('median')!r}")
+    return sizes
 
 
 def time_per_network(ax, bench, workload: str, *, xlabel: str, title: str) -> None:
@@ -33,9 +63,7 @@ def time_per_network(ax, bench, workload: str, *, xlabel: str, title: str) -> No
     >>> fig, ax = plt.subplots()
     >>> time_per_network(ax, Benchmark({}, {}, rows), "w", xlabel="d", title="w")
     """
-    sizes = bench.sizes.get(workload)
-    if not sizes:
-        raise ValueError(f"workload: no rows for {workload!r}")
+    sizes = _sizes("bench", bench, workload)
     xs = [first["width"] for first in sizes.values()]
     nets = [first["nets"] for first in sizes.values()]
     for m, marker in MARKERS.items():
@@ -80,15 +108,20 @@ def side_by_side(axes, benches, workload: str, *, title: str | None = None) -> N
     >>> axes[1].get_ylabel()
     'wall time per network (s)'
     """
+    if not isinstance(benches, Mapping):
+        raise TypeError(f"benches must be a mapping of panel name -> Benchmark, got "
+                        f"{type(benches).__name__}")
     benches = dict(benches)
+    if not benches:
+        raise ValueError("benches must hold at least one Benchmark")
+    checked = {name: _sizes(f"benches[{name!r}]", bench, workload)
+               for name, bench in benches.items()}
     axes = list(axes) if not hasattr(axes, "ravel") else list(axes.ravel())
     if len(axes) != len(benches):
-        raise ValueError(f"axes: {len(axes)} axes for {len(benches)} benchmark files")
+        raise ValueError(f"axes: {len(axes)} axes for {len(benches)} benchmark files (benches)")
     lows, highs = [], []
     for ax, (name, bench) in zip(axes, benches.items()):
-        sizes = bench.sizes.get(workload)
-        if not sizes:
-            raise ValueError(f"workload: no rows for {workload!r} in {name}")
+        sizes = checked[name]
         labels, nets = list(sizes), [first["nets"] for first in sizes.values()]
         xs = list(range(len(labels)))
         for m, marker in MARKERS.items():

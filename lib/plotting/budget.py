@@ -12,8 +12,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from . import plt, subplots
-from .curves import mean_band
+from ..core import validate as v
+from ..verdicts.stats import Estimate
+from . import _np, plt, subplots
+from .curves import _mean_se, mean_band
 
 __all__ = ["budget_panels"]
 
@@ -49,18 +51,50 @@ def budget_panels(depths: Sequence[int], runs: Mapping, over_d6: Mapping,
     >>> len(axes)
     2
     """
-    if not isinstance(runs, Mapping) or not runs:
+    depths = v.widths("depths", depths)
+    if not isinstance(runs, Mapping):
+        raise TypeError(f"runs must be a mapping (width, input) -> Budget, got "
+                        f"{type(runs).__name__}")
+    if not runs:
         raise ValueError("runs must be a non-empty mapping (width, input) -> Budget")
+    if not all(isinstance(k, tuple) and len(k) == 2 for k in runs):
+        raise ValueError(f"runs must be keyed by (width, input), got keys {list(runs)}")
     widths = sorted({n for n, _ in runs})
+    d3 = {}
+    for n in widths:
+        for name in ("far", "near"):
+            where = f"runs[{n!r}, {name!r}]"
+            if (n, name) not in runs:
+                raise ValueError(f"runs has no entry {where} (each width needs 'far' and "
+                                 "'near')")
+            d3[n, name] = _np(getattr(runs[n, name], "d3", None), f"{where}.d3", ndim=2)
+            if d3[n, name].shape[0] != len(depths) or d3[n, name].shape[1] < 2:
+                raise ValueError(f"{where}.d3 must have shape (len(depths), n_nets) = "
+                                 f"({len(depths)}, >= 2), got {d3[n, name].shape}")
+            try:
+                _mean_se(d3[n, name], 1)
+            except ValueError as e:
+                raise ValueError(f"{where}.d3: {e}") from None
+    over = {}
+    for label, values in (("over_d6", over_d6), ("over_d3", over_d3)):
+        if not isinstance(values, Mapping):
+            raise TypeError(f"{label} must be a mapping (width, input, j) -> Estimate, got "
+                            f"{type(values).__name__}")
+        for n in widths:
+            for j in range(len(depths)):
+                e = values.get((n, "near", j))
+                if not isinstance(e, Estimate):
+                    raise ValueError(f"{label}[{n!r}, 'near', {j}] must be an Estimate, got "
+                                     f"{e!r}")
+            over[label, n] = [values[n, "near", j].value for j in range(len(depths))]
     fig, axes = subplots(ncols=2)
     colors = plt.cm.viridis(np.linspace(0, 0.9, len(widths)))
     for n, c in zip(widths, colors):
         for name, style in (("far", "-"), ("near", "--")):
-            mean_band(axes[0], depths, runs[n, name].d3, dim=1, color=c, linestyle=style,
+            mean_band(axes[0], depths, d3[n, name], dim=1, color=c, linestyle=style,
                       label=f"d = {n}" if name == "far" else None)
-        for over, marker in ((over_d6, "o"), (over_d3, "^")):
-            axes[1].plot(depths, [over[n, "near", j].value for j in range(len(depths))],
-                         color=c, marker=marker, ms=4, linestyle=":")
+        for label, marker in (("over_d6", "o"), ("over_d3", "^")):
+            axes[1].plot(depths, over[label, n], color=c, marker=marker, ms=4, linestyle=":")
     axes[0].set(xscale="log", yscale="symlog", xlabel="depth L (layers)",
                 ylabel="E Σₖ log‖J_BN(Hᵏ)‖ (nats)")
     axes[0].legend(fontsize=7)

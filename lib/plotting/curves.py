@@ -7,37 +7,56 @@ refuses infinite or NaN values (plot log-norms instead).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
 
+from ..core import validate as v
 from ..verdicts.stats import Proportion, mean_se
-from . import subplots
+from . import _np, subplots
 
 __all__ = ["mean_band", "survival", "runs", "mean_shaded", "mean_band_above", "log_axis_at",
            "proportion_bars", "proportion_panels", "annotated_grid"]
 
 
-def _np(a) -> np.ndarray:
-    if isinstance(a, torch.Tensor):
-        a = a.detach().cpu().double().numpy()
-    arr = np.asarray(a, dtype=float)
-    if not np.isfinite(arr).all():
-        raise ValueError("refusing to plot inf or NaN: track log-norms instead")
-    return arr
+def _runs_dim(dim) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"dim must be 0 or 1 (an int), got {type(dim).__name__}")
+    if dim not in (0, 1):
+        raise ValueError(f"dim must be 0 or 1, got {dim!r}")
+    return dim
 
 
 def _mean_se(samples, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard error over the runs (axis ``dim``) of a runs x points array."""
-    s = _np(samples)
+    dim = _runs_dim(dim)
+    s = _np(samples, "samples")
     if s.ndim != 2:
         raise ValueError(f"samples must be two-dimensional (runs x points), got {s.shape}")
     s = np.moveaxis(s, dim, 0)
     n = s.shape[0]
     if n < 2:
         raise ValueError("samples needs at least 2 runs for an error bar or a band")
-    return s.mean(axis=0), s.std(axis=0, ddof=1) / math.sqrt(n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, se = s.mean(axis=0), s.std(axis=0, ddof=1) / math.sqrt(n)
+    if not (np.isfinite(mean).all() and np.isfinite(se).all()):
+        raise ValueError("samples are too large for a mean and a standard error in floating "
+                         "point (they overflow); rescale them (e.g. take logs)")
+    return mean, se
+
+
+def _points(x, n: int, what: str) -> np.ndarray:
+    """``x``: one finite value per point (``n`` of them, the points of ``what``)."""
+    x = _np(x, "x", ndim=1)
+    if x.shape != (n,):
+        raise ValueError(f"x must have one value per point of {what} ({n}), got shape "
+                         f"{x.shape}")
+    return x
+
+
+def _floor(floor) -> float | None:
+    return None if floor is None else v.finite_real("floor", floor)
 
 
 def mean_band(ax, x, samples, *, dim: int = 0, floor: float | None = None, **kw):
@@ -54,16 +73,18 @@ def mean_band(ax, x, samples, *, dim: int = 0, floor: float | None = None, **kw)
     >>> fig, ax = plt.subplots()
     >>> _ = mean_band(ax, [1, 2], torch.tensor([[1.0, 2.0], [3.0, 4.0]]), label="runs")
     """
+    floor = _floor(floor)
     m, se = _mean_se(samples, dim)
+    x = _points(x, len(m), "samples")
     if floor is not None:
         m = np.maximum(m, floor)
     style = {"marker": "o", "ms": 3, "capsize": 2, **kw}
-    return ax.errorbar(_np(x), m, yerr=2 * se, **style)
+    return ax.errorbar(x, m, yerr=2 * se, **style)
 
 
 def survival(ax, samples, **kw):
     """The empirical survival function ``P(X >= x)`` of one-dimensional ``samples``."""
-    s = np.sort(_np(samples).ravel())
+    s = np.sort(_np(samples, "samples").ravel())
     if s.size == 0:
         raise ValueError("samples must not be empty")
     return ax.plot(s, 1.0 - np.arange(s.size) / s.size, **kw)
@@ -85,14 +106,16 @@ def runs(ax, x, samples, *, label: str | None = None, floor: float | None = None
     >>> len(runs(ax, [1, 2], torch.tensor([[1.0, 2.0], [3.0, 0.0]]), floor=0.5, label="r"))
     2
     """
-    s = _np(samples)
+    floor = _floor(floor)
+    s = _np(samples, "samples")
     if s.ndim != 2:
         raise ValueError(f"samples must be two-dimensional (points x runs), got {s.shape}")
+    x = _points(x, s.shape[0], "samples")
     if floor is not None:
         s = np.maximum(s, floor)
     lines = []
     for k in range(s.shape[1]):
-        lines += ax.plot(_np(x), s[:, k], label=label if k == 0 else None, **kw)
+        lines += ax.plot(x, s[:, k], label=label if k == 0 else None, **kw)
     return lines
 
 
@@ -130,8 +153,9 @@ def mean_shaded(ax, x, samples, *, dim: int = 0, alpha: float = 0.25, **kw):
     >>> fig, ax = plt.subplots()
     >>> _ = mean_shaded(ax, [1, 2], [[1.0, 2.0], [3.0, 4.0]], label="runs")
     """
+    alpha = v.probability("alpha", alpha)
     mean, se = _mean_se(samples, dim)
-    x = _np(x)
+    x = _points(x, len(mean), "samples")
     lines = ax.plot(x, mean, **kw)
     ax.fill_between(x, mean - 2 * se, mean + 2 * se, color=lines[0].get_color(),
                     alpha=alpha, lw=0)
@@ -184,14 +208,19 @@ def mean_band_above(ax, samples: torch.Tensor, *, floor: float, label: str | Non
     >>> x.tolist()
     [0, 1]
     """
-    if dim not in (0, 1) or isinstance(dim, bool):
-        raise ValueError(f"dim must be 0 or 1, got {dim!r}")
-    if not isinstance(samples, torch.Tensor) or samples.ndim != 2 or samples.shape[dim] < 2:
+    dim = _runs_dim(dim)
+    if not isinstance(samples, torch.Tensor):
+        raise TypeError(f"samples must be a torch.Tensor, got {type(samples).__name__}")
+    if samples.ndim != 2 or samples.shape[dim] < 2:
         raise ValueError("samples must be a tensor (runs, points) or (points, runs) with at "
-                         "least 2 runs along dim")
-    if not floor > 0 or not band_floor > 0:
-        raise ValueError(f"floor and band_floor must be > 0, got {floor} and {band_floor}")
+                         f"least 2 runs along dim, got shape {tuple(samples.shape)}")
+    floor = v.positive_float("floor", floor)
+    band_floor = v.positive_float("band_floor", band_floor)
+    alpha = v.probability("alpha", alpha)
     m, se = mean_se(samples, dim=dim)
+    if not bool(torch.isfinite(se).all()):
+        raise ValueError("samples are too large for a standard error in floating point (they "
+                         "overflow); rescale them (e.g. take logs)")
     keep = m > floor
     x = torch.arange(len(m))[keep]
     ax.plot(x, m[keep], color=color, label=label)
@@ -220,13 +249,10 @@ def log_axis_at(ax, values: Sequence[float], *, axis: str = "x") -> None:
     >>> [t.get_text() for t in ax.get_xticklabels()]
     ['4', '16', '64']
     """
-    if axis not in ("x", "y"):
-        raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
-    values = list(values)
-    if not values or any(isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0
-                         for t in values):
-        raise ValueError(f"values must be a non-empty sequence of positive numbers, got "
-                         f"{values!r}")
+    axis = v.choice("axis", axis, ("x", "y"))
+    if isinstance(values, np.ndarray):
+        values = values.tolist()
+    values = v.real_sequence("values", values, positive=True)
     getattr(ax, f"set_{axis}scale")("log")
     getattr(ax, f"set_{axis}ticks")(values, [f"{t:g}" for t in values])
     ax.minorticks_off()
@@ -250,14 +276,11 @@ def proportion_bars(ax, x, props: Sequence[Proportion], **kw):
     >>> fig, ax = plt.subplots()
     >>> _ = proportion_bars(ax, [1, 2], [proportion(0, 8), proportion(8, 8)], marker="o")
     """
-    props = list(props)
-    for i, q in enumerate(props):
-        if not isinstance(q, Proportion):
-            raise TypeError(f"props[{i}] must be a Proportion, got {type(q).__name__}")
-    x = _np(x)
+    props = _proportions("props", props)
+    x = _np(x, "x")
     if x.shape != (len(props),):
-        raise ValueError(f"x must have one value per proportion ({len(props)}), got shape "
-                         f"{x.shape}")
+        raise ValueError(f"x must have one value per proportion of props ({len(props)}), got "
+                         f"shape {x.shape}")
     p = np.array([q.value for q in props])
     err = np.array([[q.value - q.lo for q in props], [q.hi - q.value for q in props]])
     style = {"capsize": 2, "ms": 4, "elinewidth": 0.9, "linewidth": 1.2, **kw}
@@ -287,15 +310,36 @@ def proportion_panels(panels: Mapping[str, Sequence[tuple]], *, xlabel: str, yla
     >>> len(axes)
     1
     """
-    if not isinstance(panels, Mapping) or not panels:
-        raise ValueError("panels must be a non-empty mapping of title -> series")
+    if not isinstance(panels, Mapping):
+        raise TypeError(f"panels must be a mapping of title -> series, got "
+                        f"{type(panels).__name__}")
+    if not panels:
+        raise ValueError("panels must hold at least one panel")
+    spread = v.finite_real("spread", spread)
+    checked = {}
+    for title, series in panels.items():
+        name = f"panels[{title!r}]"
+        if isinstance(series, (str, bytes)) or not isinstance(series, Sequence):
+            raise TypeError(f"{name} must be a sequence of series, got {type(series).__name__}")
+        rows = []
+        for i, s in enumerate(series):
+            if not isinstance(s, (tuple, list)) or len(s) not in (3, 4) or (
+                    len(s) == 4 and not isinstance(s[3], Mapping)):
+                raise TypeError(f"{name}[{i}] must be (label, x, proportions) or (label, x, "
+                                f"proportions, kw), got {s!r}")
+            props = _proportions(f"{name}[{i}] proportions", s[2])
+            x = _np(s[1], f"{name}[{i}] x", ndim=1)
+            if x.shape != (len(props),):
+                raise ValueError(f"{name}[{i}]: x must have one value per proportion "
+                                 f"({len(props)}), got shape {x.shape}")
+            rows.append((s[0], x, props, dict(s[3]) if len(s) == 4 else {}))
+        checked[title] = rows
     fig, axes = subplots(ncols=len(panels), sharey=True)
     axes = np.atleast_1d(axes)
-    for ax, (title, series) in zip(axes, panels.items()):
-        series = list(series)
-        for i, (label, x, props, *kw) in enumerate(series):
+    for ax, (title, series) in zip(axes, checked.items()):
+        for i, (label, x, props, kw) in enumerate(series):
             shift = 10 ** (spread * (i - (len(series) - 1) / 2))
-            proportion_bars(ax, _np(x) * shift, props, label=label, **(kw[0] if kw else {}))
+            proportion_bars(ax, x * shift, props, label=label, **kw)
         ax.set(xlabel=xlabel, title=title, **axes_kw)
     axes[0].set_ylabel(ylabel)
     return fig, axes
@@ -322,21 +366,48 @@ def annotated_grid(ax, values, *, xticklabels: Sequence, yticklabels: Sequence, 
     >>> [t.get_text() for t in ax.texts]
     ['0.50', '1.00*']
     """
-    v = _np(values)
-    if v.ndim != 2:
-        raise ValueError(f"values must be two-dimensional (rows x columns), got {v.shape}")
-    if (len(yticklabels), len(xticklabels)) != v.shape:
+    grid = _np(values, "values")
+    if grid.ndim != 2:
+        raise ValueError(f"values must be two-dimensional (rows x columns), got {grid.shape}")
+    for name, labels in (("xticklabels", xticklabels), ("yticklabels", yticklabels)):
+        if isinstance(labels, (str, bytes)) or not isinstance(labels, (Sequence, np.ndarray)):
+            raise TypeError(f"{name} must be a sequence of labels, got {type(labels).__name__}")
+    if (len(yticklabels), len(xticklabels)) != grid.shape:
         raise ValueError(f"{len(yticklabels)} yticklabels and {len(xticklabels)} "
-                         f"xticklabels do not match values of shape {v.shape}")
-    m = np.zeros(v.shape, dtype=bool) if marks is None else np.asarray(marks, dtype=bool)
-    if m.shape != v.shape:
-        raise ValueError(f"marks must have the shape of values {v.shape}, got {m.shape}")
+                         f"xticklabels do not match values of shape {grid.shape}")
+    m = np.zeros(grid.shape, dtype=bool) if marks is None else _marks(marks)
+    if m.shape != grid.shape:
+        raise ValueError(f"marks must have the shape of values {grid.shape}, got {m.shape}")
+    digits = v.nonnegative_int("digits", digits)
+    dark_below = v.finite_real("dark_below", dark_below)
     style = {"origin": "lower", "cmap": "viridis", "aspect": "auto", **kw}
-    im = ax.imshow(v, **style)
-    for i, j in np.ndindex(*v.shape):
-        ax.text(j, i, f"{v[i, j]:.{digits}f}" + ("*" if m[i, j] else ""), ha="center",
-                va="center", fontsize=8, color="white" if v[i, j] < dark_below else "black")
-    ax.set_xticks(range(v.shape[1]), [str(x) for x in xticklabels])
-    ax.set_yticks(range(v.shape[0]), [str(y) for y in yticklabels])
+    im = ax.imshow(grid, **style)
+    for i, j in np.ndindex(*grid.shape):
+        ax.text(j, i, f"{grid[i, j]:.{digits}f}" + ("*" if m[i, j] else ""), ha="center",
+                va="center", fontsize=8, color="white" if grid[i, j] < dark_below else "black")
+    ax.set_xticks(range(grid.shape[1]), [str(x) for x in xticklabels])
+    ax.set_yticks(range(grid.shape[0]), [str(y) for y in yticklabels])
     ax.grid(False)
     return im
+
+
+def _marks(marks) -> np.ndarray:
+    """A boolean array (NumPy, a tensor or nested lists of bools)."""
+    if isinstance(marks, torch.Tensor):
+        marks = marks.detach().cpu().numpy()
+    if isinstance(marks, (str, bytes, dict)):
+        raise TypeError(f"marks must be a boolean array, got {type(marks).__name__}")
+    m = np.asarray(marks)
+    if m.dtype != bool:
+        raise TypeError(f"marks must be a boolean array, got dtype {m.dtype}")
+    return m
+
+
+def _proportions(name: str, props) -> list[Proportion]:
+    """A sequence of :class:`~eit.verdicts.stats.Proportion`, checked."""
+    if isinstance(props, (str, bytes, Mapping)) or not isinstance(props, Iterable):
+        raise TypeError(f"{name} must be a sequence of Proportion, got {type(props).__name__}")
+    for i, q in enumerate(props):
+        if not isinstance(q, Proportion):
+            raise TypeError(f"{name}[{i}] must be a Proportion, got {type(q).__name__}")
+    return list(props)

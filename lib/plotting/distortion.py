@@ -20,18 +20,32 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
+from ..core import validate as v
 from ..exact import chernoff
 from ..exact import one_layer as law
 from ..verdicts import stats
+from . import _np
 from .series import panels
 
 __all__ = ["tail_figure", "distortion_figure"]
 
 
 def _two(name: str, value: Mapping) -> list:
-    if not isinstance(value, Mapping) or not 1 <= len(value) <= 2:
-        raise ValueError(f"{name} must be a mapping with one or two entries")
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a mapping, got {type(value).__name__}")
+    if not 1 <= len(value) <= 2:
+        raise ValueError(f"{name} must be a mapping with one or two entries, got {len(value)}")
     return list(value.items())
+
+
+def _positive(name: str, values, n: int) -> np.ndarray:
+    """One finite value > 0 per width (a log axis would silently drop the others)."""
+    arr = _np(values, name, ndim=1)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must have one value per width ({n}), got shape {arr.shape}")
+    if (arr <= 0).any():
+        raise ValueError(f"{name} must be > 0 (a log axis cannot show 0), got {arr.tolist()}")
+    return arr
 
 
 def tail_figure(eps: float, widths: Sequence[int],
@@ -64,7 +78,20 @@ def tail_figure(eps: float, widths: Sequence[int],
     >>> len(axes)
     1
     """
+    eps = v.probability("eps", eps, open_ends=True)
+    widths = v.widths("widths", widths)
     items = _two("measured", measured)
+    for label, counts in items:
+        if isinstance(counts, (str, bytes, Mapping)) or not isinstance(counts, Sequence) \
+                or not all(isinstance(p, stats.Proportion) for p in counts):
+            raise TypeError(f"measured[{label!r}] must be a sequence of Proportion, got "
+                            f"{counts!r}")
+        if len(counts) != len(widths):
+            raise ValueError(f"measured[{label!r}] must have one frequency per entry of widths "
+                             f"({len(widths)}), got {len(counts)}")
+    grid = v.widths("grid", grid)
+    if len(grid) != 2 or not grid[0] < grid[1]:
+        raise ValueError(f"grid must be two widths (lo, hi) with lo < hi, got {grid}")
     ms = np.unique(np.geomspace(*grid, 60).astype(int))
     series = [
         ("theory", "exact probability", ms, [law.relu_layer_tail(int(k), eps) for k in ms]),
@@ -113,7 +140,48 @@ def distortion_figure(widths: Sequence[int], delta: float,
     >>> len(axes)
     1
     """
+    widths = v.widths("widths", widths)
+    delta = v.probability("delta", delta, open_ends=True)
     items = _two("distortion", distortion)
+    checked = {}
+    for key, d in items:
+        where = f"distortion[{key!r}]"
+        d = v.tensor(where, d, ndim=2)
+        if d.shape[0] != len(widths) or d.shape[1] < 2:
+            raise ValueError(f"{where} must have shape (len(widths), samples) = "
+                             f"({len(widths)}, >= 2), got {tuple(d.shape)}")
+        if bool((d < 0).any()):
+            raise ValueError(f"{where} must be >= 0 (a distortion |1 - ||h||/||x|| |)")
+        try:
+            means = [stats.mean(row) for row in d]
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        checked[key] = (_positive(f"{where} (its means)", [m.value for m in means], len(widths)),
+                        means,
+                        _positive(f"{where} (its {1 - delta:g} quantiles)",
+                                  d.quantile(1 - delta, dim=-1), len(widths)))
+    if stored is not None:
+        if not isinstance(stored, Mapping):
+            raise TypeError(f"stored must be a mapping of layer -> array, got "
+                            f"{type(stored).__name__}")
+        for key, _ in items:
+            if key not in stored:
+                raise ValueError(f"stored has no entry for the layer {key!r}")
+            arr = _np(stored[key], f"stored[{key!r}]", ndim=2)
+            if arr.shape != (len(widths), 2):
+                raise ValueError(f"stored[{key!r}] must have shape (len(widths), 2) = "
+                                 f"({len(widths)}, 2), got {arr.shape}")
+            _positive(f"stored[{key!r}] (its means)", arr[:, 0], len(widths))
+            if (arr[:, 1] < 0).any():
+                raise ValueError(f"stored[{key!r}]: its standard errors must be >= 0")
+    if titles is not None:
+        if not isinstance(titles, Mapping):
+            raise TypeError(f"titles must be a mapping of layer -> title, got "
+                            f"{type(titles).__name__}")
+        for key, _ in items:
+            if not isinstance(titles.get(key), str):
+                raise ValueError(f"titles must give a title (str) for the layer {key!r}, got "
+                                 f"{titles.get(key)!r}")
     eps_lemma = [chernoff.eps_at(m, delta) for m in widths]
     red, gray = {"color": "tab:red"}, {"color": "tab:gray"}
     theory = [("theory", "Lemma ε (squared norm)", widths, eps_lemma, red),
@@ -124,15 +192,16 @@ def distortion_figure(widths: Sequence[int], delta: float,
               ("theory", "exact mean", widths,
                [law.relu_layer_mean_distortion(m) for m in widths])]
     content = {}
-    for key, d in items:
+    for key, _ in items:
         title = key if titles is None else titles[key]
-        means = [stats.mean(row) for row in d]
+        _, means, quantiles = checked[key]
         content[title] = theory + [
             ("measured", "measured mean", widths, means),
-            ("points", "measured 95% quantile", widths, d.quantile(1 - delta, dim=-1), None,
+            ("points", "measured 95% quantile", widths, quantiles, None,
              {"marker": "x", **gray})]
         if stored is not None:
-            content[title].append(("points", "mean, paper scale", widths, *stored[key].T,
+            content[title].append(("points", "mean, paper scale", widths,
+                                   *np.asarray(stored[key], dtype=float).T,
                                    {"marker": "D", "color": "tab:green"}))
     return panels(content, xlabel="width m (units)",
                   ylabel="distortion ε (dimensionless)", yscale="log")

@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..core import validate as v
 from ..exact.residual_limit import infinite_width_ratio
+from ..verdicts.stats import Estimate
 from .series import panels
 
 __all__ = ["residual_bounds_figure"]
@@ -50,10 +52,33 @@ def residual_bounds_figure(blocks: Sequence[int], cos_x1: Sequence[float],
     >>> len(axes)
     1
     """
-    if len(cos_x1) > 3:
-        raise ValueError(f"cos_x1 takes at most 3 inputs, got {len(cos_x1)}")
-    if not measured or len(measured) > 2:
+    blocks = v.widths("blocks", blocks)
+    cos_x1 = v.real_sequence("cos_x1", cos_x1, lo=-1.0)
+    if len(cos_x1) > 3 or any(c > 1 for c in cos_x1):
+        raise ValueError(f"cos_x1 takes one to three cosines in [-1, 1], got {cos_x1}")
+    if not isinstance(measured, Mapping):
+        raise TypeError(f"measured must be a mapping of block type -> estimates, got "
+                        f"{type(measured).__name__}")
+    if not 1 <= len(measured) <= 2:
         raise ValueError(f"measured must hold one or two block types, got {len(measured)}")
+    for name, per_input in measured.items():
+        where = f"measured[{name!r}]"
+        if isinstance(per_input, (str, bytes, Mapping)) or not isinstance(per_input, Sequence):
+            raise TypeError(f"{where} must be a sequence (one per input of cos_x1) of sequences "
+                            f"of Estimate, got {type(per_input).__name__}")
+        if len(per_input) != len(cos_x1):
+            raise ValueError(f"{where} must have one sequence per input of cos_x1 "
+                             f"({len(cos_x1)}), got {len(per_input)}")
+        for i, ests in enumerate(per_input):
+            if isinstance(ests, (str, bytes, Mapping)) or not isinstance(ests, Sequence) \
+                    or not all(isinstance(e, Estimate) for e in ests):
+                raise TypeError(f"{where}[{i}] must be a sequence of Estimate, got {ests!r}")
+            if len(ests) != len(blocks):
+                raise ValueError(f"{where}[{i}] must have one estimate per entry of blocks "
+                                 f"({len(blocks)}), got {len(ests)}")
+    max_blocks = v.positive_int("max_blocks", max_blocks)
+    if max_blocks < 2:
+        raise ValueError(f"max_blocks must be >= 2 (the theory curves), got {max_blocks}")
     bb, red = np.arange(1, max_blocks + 1), {"color": "tab:red"}
     series = [("theory", "eq. (228) bounds", bb, (1 + 1 / bb) ** (2 * bb), red),
               ("theory", None, bb[1:], (1 - 1 / bb[1:]) ** (2 * bb[1:]), red),

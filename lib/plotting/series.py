@@ -17,13 +17,20 @@ panels, where it covers no data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..core import validate as v
+from ..verdicts.stats import Estimate, Proportion
 from . import _np, measured, subplots, theory
 
 __all__ = ["panels", "draw"]
+
+
+#: the kinds of series (the first entry of each tuple) and how many arrays follow ``x``
+KINDS = {"theory": (1,), "measured": (1,), "points": (1, 2), "counts": (1,), "band": (2,),
+         "range": (2,)}
 
 
 def _split(series: tuple) -> tuple[tuple, dict]:
@@ -32,34 +39,110 @@ def _split(series: tuple) -> tuple[tuple, dict]:
     return series, {}
 
 
-def draw(ax, series: Sequence[tuple]) -> None:
-    """Draw the series (see the module docstring) on one axis."""
-    for s in series:
-        (kind, label, x, *rest), kw = _split(tuple(s))
+def _records(name: str, value, cls, n: int) -> list:
+    """``n`` records of type ``cls`` (Estimate or Proportion), one per value of x."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a sequence of {cls.__name__}, got "
+                        f"{type(value).__name__}")
+    out = list(value)
+    for i, r in enumerate(out):
+        if not isinstance(r, cls):
+            raise TypeError(f"{name}[{i}] must be {cls.__name__}, got {type(r).__name__}")
+    if len(out) != n:
+        raise ValueError(f"{name} must have one entry per value of x ({n}), got {len(out)}")
+    return out
+
+
+def _values(name: str, value, n: int) -> np.ndarray:
+    """A finite one-dimensional array with one value per value of x."""
+    arr = _np(value, name, ndim=1)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must have one value per value of x ({n}), got shape "
+                         f"{arr.shape}")
+    return arr
+
+
+def _checked(name: str, series) -> list[tuple]:
+    """The series of one panel, checked (every error names ``name`` and the series' index):
+    ``(kind, label, x, data, kw)`` with finite arrays and lists of records."""
+    if isinstance(series, (str, bytes, Mapping)) or not isinstance(series, Iterable):
+        raise TypeError(f"{name} must be a sequence of series tuples, got "
+                        f"{type(series).__name__}")
+    out = []
+    for i, s in enumerate(series):
+        where = f"{name}[{i}]"
+        if not isinstance(s, (tuple, list)):
+            raise TypeError(f"{where} must be a tuple (kind, label, x, ...), got "
+                            f"{type(s).__name__}")
+        (kind, label, *rest), kw = _split(tuple(s)) if len(s) >= 2 else ((None, None), {})
+        if not isinstance(kind, str) or kind not in KINDS:
+            raise ValueError(f"{where}: unknown series kind {kind!r}, not one of "
+                             f"{tuple(KINDS)}")
+        if len(rest) - 1 not in KINDS[kind]:
+            raise ValueError(f"{where}: a {kind!r} series has x and "
+                             f"{' or '.join(map(str, KINDS[kind]))} arrays, got "
+                             f"{len(rest)} entries after its label")
+        x = _np(rest[0], f"{where} x", ndim=1)
+        n = len(x)
+        if kind == "measured":
+            data = [_records(f"{where} estimates", rest[1], Estimate, n)]
+        elif kind == "counts":
+            data = [_records(f"{where} proportions", rest[1], Proportion, n)]
+        else:
+            data = [None if (kind == "points" and j == 2 and a is None)
+                    else _values(f"{where} {'data' if j == 1 else 'second array'}", a, n)
+                    for j, a in enumerate(rest[1:], start=1)]
+            if kind == "band" and (data[1] < 0).any():
+                raise ValueError(f"{where}: the half-width of a band must be >= 0")
+            if kind == "points" and len(data) == 2 and data[1] is not None \
+                    and (data[1] < 0).any():
+                raise ValueError(f"{where}: the standard errors must be >= 0")
+        out.append((kind, label, x, data, kw))
+    return out
+
+
+def _draw(ax, series: list[tuple]) -> None:
+    """Draw checked series (:func:`_checked`)."""
+    for kind, label, x, data, kw in series:
         if kind == "theory":
-            theory(ax, x, rest[0], label=label, **kw)
+            theory(ax, x, data[0], label=label, **kw)
         elif kind == "measured":
-            est = list(rest[0])
+            est = data[0]
             measured(ax, x, [e.value for e in est], [e.se for e in est], label=label, **kw)
         elif kind == "points":
-            measured(ax, x, rest[0], rest[1] if len(rest) > 1 else None, label=label, **kw)
+            measured(ax, x, data[0], data[1] if len(data) > 1 else None, label=label, **kw)
         elif kind == "counts":
-            pos = [(xi, p) for xi, p in zip(_np(x), rest[0]) if p.successes > 0]
+            pos = [(xi, p) for xi, p in zip(x, data[0]) if p.successes > 0]
             if pos:
                 y = np.array([p.value for _, p in pos])
                 err = np.array([[p.value - p.lo, p.hi - p.value] for _, p in pos]).T
                 style = {"fmt": "o", "ms": 4, "capsize": 2, **kw}
                 ax.errorbar([xi for xi, _ in pos], y, yerr=err, label=label, **style)
         elif kind == "band":
-            x, mean, half = _np(x), _np(rest[0]), _np(rest[1])
+            mean, half = data
             line, = ax.plot(x, mean, label=label, **kw)
             ax.fill_between(x, mean - half, mean + half, color=line.get_color(), alpha=0.25,
                             lw=0)
-        elif kind == "range":
-            ax.fill_between(_np(x), _np(rest[0]), _np(rest[1]), label=label,
+        else:                                                   # "range"
+            ax.fill_between(x, data[0], data[1], label=label,
                             **{"alpha": 0.15, "lw": 0, **kw})
-        else:
-            raise ValueError(f"unknown series kind {kind!r}")
+
+
+def draw(ax, series: Sequence[tuple]) -> None:
+    """Draw the series (see the module docstring) on one axis.
+
+    Every series is checked before anything is drawn: a known kind, the right number of
+    arrays, finite values (Matplotlib would leave a silent gap at a NaN), one value per x.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> draw(ax, [("theory", "t", [1, 2], [1, 1]), ("points", "p", [1, 2], [1, 2], None)])
+    """
+    _draw(ax, _checked("series", series))
 
 
 def panels(content: Mapping[str, Sequence[tuple]] | Sequence[tuple], *, xlabel: str,
@@ -75,12 +158,23 @@ def panels(content: Mapping[str, Sequence[tuple]] | Sequence[tuple], *, xlabel: 
     >>> len(axes)
     1
     """
-    items = (list(content.items()) if isinstance(content, Mapping)
-             else [("", list(content))])
+    if isinstance(content, Mapping):
+        items = [(title, _checked(f"content[{title!r}]", series))
+                 for title, series in content.items()]
+    elif isinstance(content, (str, bytes)) or not isinstance(content, Iterable):
+        raise TypeError(f"content must be a mapping of title -> series or a sequence of series, "
+                        f"got {type(content).__name__}")
+    else:
+        items = [("", _checked("content", content))]
+    if not items:
+        raise ValueError("content must hold at least one panel")
+    legend_cols = v.positive_int("legend_cols", legend_cols)
+    if not isinstance(sharey, bool):
+        raise TypeError(f"sharey must be a bool, got {type(sharey).__name__}")
     fig, axes = subplots(ncols=len(items), sharey=sharey and len(items) > 1)
     axes = np.atleast_1d(axes)
     for ax, (title, series) in zip(axes, items):
-        draw(ax, series)
+        _draw(ax, series)
         ax.set(xlabel=xlabel, title=title, **axes_kw)
     axes[0].set_ylabel(ylabel)
     seen: dict = {}

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from ..core import validate as v
 from ..core.device import DTYPE, device
+from ..core.scaling import rescaled
 from .engine import trace
 from .laws import Initializer
 from .layers import Conv, ReLU, Serial, serial
@@ -100,6 +101,12 @@ def conv_relu_lengths(image: torch.Tensor, channels: Sequence[int], init: Initia
         ``window[l] = sum_p sum_{q in window(p)} ||x_l(q)||^2 / k^2`` (the quantity whose
         multiple is the conditional mean of the next layer; row L is computed too).
 
+    Raises
+    ------
+    ValueError
+        On bad arguments (naming them), or where a squared length exceeds float64 (the
+        log-lengths of :func:`eit.sample.engine.trace` carry any scale).
+
     References
     ----------
     Hanin & Rolnick (2018), section 3.5 and Figure 4.
@@ -123,7 +130,11 @@ def conv_relu_lengths(image: torch.Tensor, channels: Sequence[int], init: Initia
         return 2 * log_r[:, 0] + torch.log(box)
 
     t = trace(net, image.unsqueeze(0), n_nets=n_nets, gen=gen, observe={"window": window})
-    return torch.exp(2 * t.log_h[..., 0]), torch.exp(t.observed["window"])
+    sq, win = torch.exp(2 * t.log_h[..., 0]), torch.exp(t.observed["window"])
+    if not (bool(torch.isfinite(sq).all()) and bool(torch.isfinite(win).all())):
+        raise ValueError("image: a squared length exceeds float64 (the log-lengths of "
+                         "eit.sample.engine.trace carry any scale)")
+    return sq, win
 
 
 def mean_profile(image: torch.Tensor, channels: Sequence[int], *, kappa: float = 1.0,
@@ -132,7 +143,9 @@ def mean_profile(image: torch.Tensor, channels: Sequence[int], *, kappa: float =
 
     The per-pixel recursion ``e_l = kappa (C_l / C_{l-1}) B e_{l-1}``, B the k x k box average,
     holds for every symmetric weight law (the conditional mean of a squared ReLU unit is half
-    that of its pre-activation). Returns shape ``(L+1,)``.
+    that of its pre-activation). Returns shape ``(L+1,)``. Images of any finite scale (an
+    exact power-of-two rescaling); a ValueError names ``image`` and ``kappa`` where a mean
+    exceeds float64.
 
     Examples
     --------
@@ -145,6 +158,10 @@ def mean_profile(image: torch.Tensor, channels: Sequence[int], *, kappa: float =
     kernel = _check_kernel(kernel)
     if padding not in _PADDINGS:
         raise ValueError(f"padding must be one of {_PADDINGS}, got {padding!r}")
+    # any finite scale: the image times an exact power of two 2^-s (s = 0 at ordinary
+    # scales, bit for bit), the squared lengths times 4^s at the end
+    flat, s = rescaled(image.reshape(1, -1), 1)
+    image, s = flat.reshape(image.shape), int(s[0])
     e = image.square().sum(0)
     out = [e.sum()]
     c_in = image.shape[0]
@@ -152,7 +169,15 @@ def mean_profile(image: torch.Tensor, channels: Sequence[int], *, kappa: float =
         e = kappa * (c_out / c_in) * _box_sum(e, kernel, padding) / kernel**2
         out.append(e.sum())
         c_in = c_out
-    return torch.stack(out)
+    out = torch.stack(out)
+    if s != 0:                           # 4^s in two factors, each within float64
+        out = torch.ldexp(torch.ldexp(out, torch.tensor(float(s), dtype=out.dtype,
+                                                        device=out.device)),
+                          torch.tensor(float(s), dtype=out.dtype, device=out.device))
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError("image, kappa: E||x_l||^2 exceeds float64 (the image's squared "
+                         "length times the layer factors kappa C_l / C_(l-1))")
+    return out
 
 
 __all__ = ["conv_net", "conv_relu_lengths", "mean_profile"]

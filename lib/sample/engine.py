@@ -196,10 +196,20 @@ def _inner(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (a * b).flatten(2).sum(-1)
 
 
+def _at_least(name: str, value, ndim: int) -> torch.Tensor:
+    """A finite floating-point tensor of at least ``ndim`` dimensions (errors name it)."""
+    if isinstance(value, torch.Tensor) and value.ndim < ndim:
+        raise ValueError(f"{name} must have at least {ndim} dimensions, got shape "
+                         f"{tuple(value.shape)}")
+    return v.tensor(name, value, ndim=value.ndim if isinstance(value, torch.Tensor) else ndim)
+
+
 def gram_root(m: torch.Tensor) -> torch.Tensor:
     """R with R R^T = m for a stack of symmetric positive semi-definite matrices.
 
     Cholesky, or the eigendecomposition (eigenvalues clamped at 0) where m is singular.
+    ``m`` is ``(..., d, d)``, finite and floating point (else a ValueError or TypeError naming
+    it).
 
     Examples
     --------
@@ -208,6 +218,15 @@ def gram_root(m: torch.Tensor) -> torch.Tensor:
     tensor([[[4., 0.],
              [0., 0.]]], dtype=torch.float64)
     """
+    m = _at_least("m", m, 2)
+    if m.shape[-1] != m.shape[-2]:
+        raise ValueError(f"m must be a (stack of) square matrices, got shape {tuple(m.shape)}")
+    return _gram_root(m)
+
+
+def _gram_root(m: torch.Tensor) -> torch.Tensor:
+    """``gram_root`` without the checks of its argument: the engines' per-layer call, which
+    must not synchronize with the host to check finiteness (tests/test_op_counts.py)."""
     root, info = torch.linalg.cholesky_ex(m)
     singular = info != 0
     if bool(singular.any()):
@@ -221,15 +240,20 @@ def isometry_gap(y: torch.Tensor) -> torch.Tensor:
     """phi of Meterez et al. (2024), eq. (5), of each network's batch ``y`` (n_nets, N, d).
 
     phi = log(tr(G)/N) - (1/N) log det G with G = y y^T the N x N Gram matrix of the inputs;
-    +inf where the inputs are linearly dependent.
+    +inf where the inputs are linearly dependent. Invariant to the scale of each network's
+    batch, and computed so at any finite scale (an exact power-of-two rescaling). ``y`` is
+    finite and floating point, with at least three dimensions (else an error naming it).
 
     Examples
     --------
     >>> float(isometry_gap(torch.eye(3, dtype=torch.float64).unsqueeze(0))[0])
     0.0
     """
+    y = _at_least("y", y, 3)
     n = y.shape[1]
-    flat = y.flatten(2)
+    # phi is invariant to the scale of each network's batch: an exact power-of-two rescaling
+    # keeps the Gram matrix within float64 (a no-op at ordinary scales, bit for bit)
+    flat = rescaled(y.flatten(2), 1)[0]
     lam = torch.linalg.eigvalsh(flat @ flat.transpose(-2, -1))
     degenerate = torch.linalg.matrix_rank(flat) < n
     safe = lam.clamp_min(torch.finfo(lam.dtype).tiny)
@@ -788,6 +812,16 @@ class Pass:
                      dict(fwd.meta))
 
 
+def _names(name: str, value) -> frozenset:
+    """A collection of strings (not one string), as a frozenset; else an error naming it."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Collection):
+        raise TypeError(f"{name} must be a collection of names, got {type(value).__name__}")
+    bad = [x for x in value if not isinstance(x, str)]
+    if bad:
+        raise TypeError(f"{name} must hold names (str), got {bad[0]!r}")
+    return frozenset(value)
+
+
 def _inputs(x, net: Serial, n_nets: int) -> torch.Tensor:
     nd = net.in_ndim or 1
     x = v.tensor("x", x, ndim=(nd + 1, nd + 2))
@@ -824,10 +858,13 @@ def forward(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
                         f"{type(gen).__name__}")
     if not isinstance(backward, bool):
         raise TypeError(f"backward must be a bool, got {type(backward).__name__}")
-    record = frozenset(record)
+    record = _names("record", record)
     unknown = record - set(OPTIONAL)
     if unknown:
         raise ValueError(f"record must hold names from {OPTIONAL}, got {sorted(unknown)}")
+    if observe is not None and not isinstance(observe, Mapping):
+        raise TypeError(f"observe must be None or a mapping of names to observers, got "
+                        f"{type(observe).__name__}")
     observe = dict(observe or {})
     for name, fn in observe.items():
         if not callable(fn):
@@ -839,7 +876,12 @@ def forward(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
     budget = KEEP_FRACTION * v.available_memory() if backward else 0.0
     ctx = _Context(n_nets, gen, backward, record, budget, rule=_rule)
     depth = net.depth
+    if tops is not None and (isinstance(tops, (str, bytes))
+                             or not isinstance(tops, Collection)):
+        raise TypeError(f"tops must be None or a collection of ints, got {type(tops).__name__}")
     tops = {depth} if tops is None else {v.positive_int("tops[i]", t) for t in tops}
+    if not tops:
+        raise ValueError("tops must name at least one row (or be None: the output)")
     if max(tops) > depth:
         raise ValueError(f"tops must lie in [1, {depth}], got {sorted(tops)}")
     with _checked(ctx.checks):
@@ -928,8 +970,20 @@ def trace(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
     >>> tuple(t.log_h.shape), tuple(t.log_grad_w.shape)
     ((6, 4, 3), (5, 4, 3))
     """
+    if isinstance(backward, str):
+        if backward not in BACKWARDS:
+            raise ValueError(f"backward (the cotangent) must be None, one of {BACKWARDS}, a "
+                             f"loss head or a tensor, got {backward!r}")
+    elif not (backward is None or callable(backward) or isinstance(backward, torch.Tensor)):
+        raise TypeError(f"backward (the cotangent) must be None, one of {BACKWARDS}, a loss "
+                        f"head or a tensor, got {type(backward).__name__}")
     p = forward(net, x, n_nets=n_nets, gen=gen, backward=backward is not None,
                 observe=observe, record=record)
     if backward is None:
         return p.trace
-    return p.backward(backward)
+    try:
+        return p.backward(backward)
+    except ValueError as e:           # the cotangent's errors, under this function's name
+        if "backward" in str(e):
+            raise
+        raise ValueError(f"backward: {e}") from None

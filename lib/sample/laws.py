@@ -20,6 +20,7 @@ tails at about 5.8 standard deviations and quantize them; the book keeps full pr
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ import torch
 
 from ..core import validate as v
 from ..core.device import DTYPE, device, rand, randn
+from ..core.scaling import rescaled
 
 Mode = Literal["fan_in", "fan_out", "fan_avg"]
 Distribution = Literal["normal", "uniform", "truncated_normal"]
@@ -107,6 +109,8 @@ def chunks(kind: str, numel: int, gen: torch.Generator, *, dtype: torch.dtype = 
     ------
     ValueError
         On a bad ``kind``, ``numel``, a non-CPU generator or a wrong ``out``.
+    TypeError
+        If ``dtype`` is not a floating-point dtype or ``out`` not a floating-point tensor.
 
     Examples
     --------
@@ -124,6 +128,10 @@ def chunks(kind: str, numel: int, gen: torch.Generator, *, dtype: torch.dtype = 
     numel = v.positive_int("numel", numel)
     if not isinstance(gen, torch.Generator) or gen.device.type != "cpu":
         raise ValueError("gen must be a CPU torch.Generator")
+    dtype = _dtype(dtype)
+    if out is not None and not (isinstance(out, torch.Tensor) and out.is_floating_point()):
+        what = out.dtype if isinstance(out, torch.Tensor) else type(out).__name__
+        raise TypeError(f"out must be None or a floating-point torch.Tensor, got {what}")
     if out is not None and (out.numel() != numel or not out.is_contiguous()
                             or out.device.type != "cpu"):
         raise ValueError(f"out must be a contiguous CPU tensor of {numel} numbers")
@@ -176,8 +184,27 @@ def _direct(kind: str, shape: tuple[int, ...], gen: torch.Generator,
     return (randn if kind == "normal" else rand)(*shape, gen=gen, dtype=dtype)
 
 
+def _dtype(dtype) -> torch.dtype:
+    """A floating-point torch.dtype, else a TypeError naming ``dtype`` (draws nothing)."""
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    return dtype
+
+
+def _sizes(shape: tuple) -> tuple[int, ...]:
+    """The sizes of a draw: ints >= 0 (not bools), else an error naming ``shape``."""
+    for i, n in enumerate(shape):
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"shape[{i}] must be an int, got {type(n).__name__}")
+        if n < 0:
+            raise ValueError(f"shape[{i}] must be >= 0, got {n!r}")
+    return tuple(int(n) for n in shape)
+
+
 def _fill(kind: str, shape: tuple[int, ...], gen: torch.Generator,
           dtype: torch.dtype) -> torch.Tensor:
+    shape, dtype = _sizes(shape), _dtype(dtype)
+    v.generator("gen", gen, optional=False)
     numel = math.prod(shape)
     if gen.device.type != "cpu" or numel < PARALLEL_MIN:
         return _direct(kind, shape, gen, dtype)
@@ -237,6 +264,7 @@ def _shape(n_nets: int, fan_out: int, fan_in: int) -> tuple[int, int, int]:
 
 
 def _guard(shape: tuple[int, ...], dtype: torch.dtype = DTYPE) -> None:
+    dtype = _dtype(dtype)
     v.memory("n_nets, fan_out, fan_in", math.prod(shape) * torch.finfo(dtype).bits / 8)
 
 
@@ -264,6 +292,9 @@ def gaussian(n_nets: int, fan_out: int, fan_in: int, variance: float, *,
     ------
     ValueError
         If a size is not a positive int or ``variance`` is not finite and positive.
+    TypeError
+        If ``gen`` is not a torch.Generator or ``dtype`` not a floating-point dtype (checked
+        before anything is drawn).
     eit.core.validate.AllocationTooLarge
         If the stack does not fit in memory.
 
@@ -275,6 +306,7 @@ def gaussian(n_nets: int, fan_out: int, fan_in: int, variance: float, *,
     """
     shape = _shape(n_nets, fan_out, fan_in)
     std = math.sqrt(v.positive_float("variance", variance))
+    v.generator("gen", gen, optional=False)
     _guard(shape, dtype)
     return std * standard_normal(*shape, gen=gen, dtype=dtype)
 
@@ -291,12 +323,16 @@ def uniform(n_nets: int, fan_out: int, fan_in: int, variance: float, *,
     """
     shape = _shape(n_nets, fan_out, fan_in)
     a = math.sqrt(3.0 * v.positive_float("variance", variance))
+    v.generator("gen", gen, optional=False)
     _guard(shape, dtype)
     return a * (2.0 * standard_uniform(*shape, gen=gen, dtype=dtype) - 1.0)
 
 
 def truncated_normal_variance(std: float, bound: float = 2.0) -> float:
     """Variance of N(0, std^2) truncated to [-bound*std, bound*std] (a property of the law).
+
+    Accurate for every finite positive ``bound`` (a series below 1, where the closed form
+    cancels); a ValueError names ``std`` where the variance exceeds float64.
 
     Examples
     --------
@@ -305,9 +341,14 @@ def truncated_normal_variance(std: float, bound: float = 2.0) -> float:
     """
     std = v.positive_float("std", std)
     b = v.positive_float("bound", bound)
-    phi = math.exp(-b * b / 2) / math.sqrt(2 * math.pi)
-    mass = math.erf(b / math.sqrt(2))
-    return std * std * (1.0 - 2.0 * b * phi / mass)
+    if b < 1.0:                          # (std b)^2 E[U^2]: finite wherever the answer is
+        s0, s1, _ = _truncated_series(b)
+        out = (std * b) * (std * b) * (s1 / s0)
+    else:
+        out = std * std * _truncated_moments(b)[0]
+    if not math.isfinite(out):
+        raise ValueError(f"std = {std!r}: the variance std^2 overflows float64")
+    return out
 
 
 def truncated_normal_kurtosis(bound: float = 2.0) -> float:
@@ -322,11 +363,38 @@ def truncated_normal_kurtosis(bound: float = 2.0) -> float:
     3.0
     """
     b = v.positive_float("bound", bound)
+    if b < 1.0:                          # the powers of b cancel: S_2 S_0 / S_1^2
+        s0, s1, s2 = _truncated_series(b)
+        return s2 * s0 / (s1 * s1)
+    m2, m4 = _truncated_moments(b)
+    return m4 / m2**2
+
+
+def _truncated_series(b: float) -> tuple[float, float, float]:
+    """``S_k = sum_n (-b^2/2)^n / (n! (2k + 2n + 1))``, k = 0, 1, 2, for 0 < b < 1.
+
+    ``E Z^(2k) = b^(2k) S_k / S_0`` for a standard normal Z truncated to [-b, b] (the
+    integrals of z^(2k) exp(-z^2/2) term by term); the terms decrease at once, so there is
+    none of the cancellation of the closed forms (moments about b^2 / 3 and b^4 / 5).
+    """
+    x = -b * b / 2
+    s = [0.0, 0.0, 0.0]
+    term = 1.0
+    for n in range(30):
+        for k in range(3):
+            s[k] += term / (2 * k + 2 * n + 1)
+        term *= x / (n + 1)
+    return s[0], s[1], s[2]
+
+
+def _truncated_moments(b: float) -> tuple[float, float]:
+    """E Z^2 and E Z^4 of a standard normal Z truncated to [-b, b], b >= 1 (closed forms;
+    E Z^4 without the b^3 phi(b) term where phi(b) underflows to 0)."""
     phi = math.exp(-b * b / 2) / math.sqrt(2 * math.pi)
     mass = math.erf(b / math.sqrt(2))
     m2 = 1.0 - 2.0 * b * phi / mass
-    m4 = 3.0 * m2 - 2.0 * b**3 * phi / mass
-    return m4 / m2**2
+    m4 = 3.0 * m2 - (2.0 * b**3 * phi / mass if phi > 0 else 0.0)
+    return m2, m4
 
 
 def truncated_normal(n_nets: int, fan_out: int, fan_in: int, std: float, *,
@@ -346,6 +414,7 @@ def truncated_normal(n_nets: int, fan_out: int, fan_in: int, std: float, *,
     shape = _shape(n_nets, fan_out, fan_in)
     std = v.positive_float("std", std)
     b = v.positive_float("bound", bound)
+    v.generator("gen", gen, optional=False)
     _guard(shape, dtype)
     lo = 0.5 * (1.0 + math.erf(-b / math.sqrt(2)))
     u = lo + (1.0 - 2.0 * lo) * standard_uniform(*shape, gen=gen, dtype=dtype)
@@ -364,6 +433,7 @@ def centered_exponential(n_nets: int, fan_out: int, fan_in: int, variance: float
     """
     shape = _shape(n_nets, fan_out, fan_in)
     std = math.sqrt(v.positive_float("variance", variance))
+    v.generator("gen", gen, optional=False)
     _guard(shape, dtype)
     return std * (-torch.log1p(-standard_uniform(*shape, gen=gen, dtype=dtype)) - 1.0)
 
@@ -410,6 +480,8 @@ def haar_orthogonal(n_nets: int, fan_out: int, fan_in: int, *, gen: torch.Genera
     """
     n_nets, fan_out, fan_in = _shape(n_nets, fan_out, fan_in)
     gain = v.positive_float("gain", gain)
+    v.generator("gen", gen, optional=False)
+    dtype = _dtype(dtype)
     tall = fan_out >= fan_in
     rows, cols = (fan_out, fan_in) if tall else (fan_in, fan_out)
     _guard((n_nets, rows, cols), dtype)
@@ -444,6 +516,7 @@ def sphere_rows(n_nets: int, fan_out: int, fan_in: int, *, gen: torch.Generator,
     """
     shape = _shape(n_nets, fan_out, fan_in)
     radius = v.positive_float("radius", radius)
+    v.generator("gen", gen, optional=False)
     _guard(shape, dtype)
     w = standard_normal(*shape, gen=gen, dtype=dtype)
     return radius * w / w.norm(dim=-1, keepdim=True)
@@ -486,6 +559,8 @@ def rows(n_nets: int, fan_out: int, fan_in: int, *, gen: torch.Generator,
     if law not in LAWS:
         raise ValueError(f"law must be one of {LAWS}, got {law!r}")
     df = v.positive_int("df", df)
+    v.generator("gen", gen, optional=False)
+    dtype = _dtype(dtype)
     if law == "orthogonal":
         return haar_orthogonal(n_nets, fan_out, fan_in, gen=gen, dtype=dtype)
     _guard((n_nets, fan_out, fan_in), dtype)
@@ -516,6 +591,9 @@ def normalize_rows(w: torch.Tensor) -> torch.Tensor:
     tensor([[0.6000, 0.8000]], dtype=torch.float64)
     """
     w = v.tensor("w", w, ndim=(2, 3))
+    # rows of any finite scale: an exact power-of-two rescaling where a squared norm would
+    # overflow or lose digits (a no-op at ordinary scales, bit for bit)
+    w = rescaled(w, w.ndim - 1)[0]
     norms = w.norm(dim=-1, keepdim=True)
     if (norms == 0).any():
         raise ValueError("w has a zero row, which cannot be normalized")
@@ -545,6 +623,8 @@ def directions(n_nets: int, fan_out: int, fan_in: int, direction: RowLaw = "sphe
     """
     if direction not in LAWS:
         raise ValueError(f"direction must be one of {LAWS}, got {direction!r}")
+    _shape(n_nets, fan_out, fan_in)
+    v.generator("gen", gen, optional=False)
     if direction == "sphere":
         return sphere_rows(n_nets, fan_out, fan_in, gen=gen)
     w = rows(n_nets, fan_out, fan_in, gen=gen, law=direction)
@@ -718,6 +798,9 @@ def named(scheme: str, *, mode: Mode | None = None, distribution: Distribution =
     """
     scheme_variance(scheme, 1, 1, mode)  # validates scheme and mode now, not at first call
     gain = v.positive_float("gain", gain)
+    if not 0 < gain * gain < math.inf:
+        raise ValueError(f"gain must have a finite non-zero square (the variance scales by "
+                         f"gain^2), got {gain!r}")
     if distribution not in ("normal", "uniform", "truncated_normal"):
         raise ValueError("distribution must be 'normal', 'uniform' or 'truncated_normal', "
                          f"got {distribution!r}")
@@ -736,6 +819,7 @@ def he(mode: Mode = "fan_in", distribution: Distribution = "normal") -> Law:
     >>> he("fan_out").variance(10, 40)
     0.05
     """
+    v.choice("mode", mode, ("fan_in", "fan_out", "fan_avg"))
     return named("he", mode=mode, distribution=distribution)
 
 
@@ -747,6 +831,7 @@ def lecun(mode: Mode = "fan_in", distribution: Distribution = "normal") -> Law:
     >>> lecun().variance(10, 40)
     0.1
     """
+    v.choice("mode", mode, ("fan_in", "fan_out", "fan_avg"))
     return named("lecun", mode=mode, distribution=distribution)
 
 
@@ -891,6 +976,8 @@ def check_initializer(name: str, init, n_nets: int, fan_out: int, fan_in: int,
     """
     if not callable(init):
         raise TypeError(f"{name} must be callable (an Initializer), got {type(init).__name__}")
+    n_nets, fan_out, fan_in = _shape(n_nets, fan_out, fan_in)
+    v.generator("gen", gen, optional=False)
     _guard((n_nets, fan_out, fan_in))
     w = init(n_nets, fan_out, fan_in, gen)
     if not isinstance(w, torch.Tensor) or not torch.is_floating_point(w):

@@ -511,6 +511,9 @@ def mlp(widths: Sequence[int], law: Initializer | None = None, *, activation: La
     """
     widths = v.widths("widths", widths)
     law = he() if law is None else law
+    if activation is not None and not isinstance(activation, Layer):
+        raise TypeError(f"activation must be None or a Layer (eit.sample.layers), got "
+                        f"{type(activation).__name__}")
     act = ReLU() if activation is None else activation
     return Serial(tuple(serial(Dense(w, law, bias), act) for w in widths))
 

@@ -11,6 +11,8 @@ Hanin & Rolnick's Figure 1a is tested through ``log(M_d / M_0)``, whose tails ar
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -86,6 +88,9 @@ def equal_width_log_ratios(init: Initializer, depth: int, *, n_inputs: int, n_ne
     torch.Size([6, 3, 2])
     """
     depth, n_inputs = v.positive_int("depth", depth), v.positive_int("n_inputs", n_inputs)
+    _check_init(init)
+    v.positive_int("n_nets", n_nets)
+    v.generator("gen", gen, optional=False)       # every check before the first draw
     x = torch.randn(n_inputs, depth, generator=gen, device=gen.device, dtype=DTYPE)
     x = x / x.norm(dim=-1, keepdim=True)
     return relu_mlp(x, [depth] * depth, init, n_nets=n_nets, gen=gen).log_h_ratio
@@ -130,6 +135,8 @@ def equal_width_log_lengths(init: Initializer, depth: int, *, n_nets: int,
     (3,)
     """
     depth, n_nets = v.positive_int("depth", depth), v.positive_int("n_nets", n_nets)
+    _check_init(init)
+    v.generator("gen", gen, optional=False)
     if chain_variance is not None:
         var = [v.positive_float("chain_variance", chain_variance)] * depth
         lh = norm_chain(depth, [depth] * depth, var, n_nets=n_nets, gen=gen).log_h[:, :, 0]
@@ -138,6 +145,11 @@ def equal_width_log_lengths(init: Initializer, depth: int, *, n_nets: int,
         lr = equal_width_log_ratios(init, depth, n_inputs=1, n_nets=n_nets,
                                     gen=gen)[depth, :, 0]
     return torch.nan_to_num(2 * lr, neginf=np.nan).cpu().numpy()
+
+
+def _check_init(init) -> None:
+    if not callable(init):
+        raise TypeError(f"init must be callable (an Initializer), got {type(init).__name__}")
 
 
 def layer_factor_deviation(log_ratio: torch.Tensor, kappa: float) -> torch.Tensor:
@@ -161,6 +173,12 @@ def layer_factor_deviation(log_ratio: torch.Tensor, kappa: float) -> torch.Tenso
     torch.Tensor
         Shape ``(n_nets,)``.
 
+    Raises
+    ------
+    ValueError
+        If ``log_ratio`` has fewer than two rows, holds NaN or +inf, a finite value after
+        -inf, or factors ``M_j / (kappa M_{j-1})`` beyond float64.
+
     References
     ----------
     Hanin & Rolnick (2018), Theorem 1 and Corollary 1 (one layer at a time).
@@ -171,8 +189,23 @@ def layer_factor_deviation(log_ratio: torch.Tensor, kappa: float) -> torch.Tenso
     >>> layer_factor_deviation(lr, 2.0)                                    # 0 and -1
     tensor([-0.5000])
     """
-    if not isinstance(log_ratio, torch.Tensor) or log_ratio.ndim != 3:
-        raise TypeError("log_ratio must be a tensor of shape (d+1, n_nets, N)")
+    if not isinstance(log_ratio, torch.Tensor) or log_ratio.ndim != 3 \
+            or not torch.is_floating_point(log_ratio):
+        raise TypeError("log_ratio must be a floating-point tensor of shape (d+1, n_nets, N)")
+    if log_ratio.shape[0] < 2 or log_ratio[0].numel() == 0:
+        raise ValueError(f"log_ratio must have at least two rows (d >= 1) and one network "
+                         f"and input, got shape {tuple(log_ratio.shape)}")
+    if bool(torch.isnan(log_ratio).any()) or bool((log_ratio == math.inf).any()):
+        raise ValueError("log_ratio must be finite or -inf (after a death), got NaN or +inf")
+    dead = torch.isneginf(log_ratio)
+    if bool((dead[:-1] & ~dead[1:]).any()):
+        raise ValueError("log_ratio: a finite value follows -inf (a death is final)")
     kappa = v.positive_float("kappa", kappa)
     steps = torch.exp(2 * torch.diff(log_ratio, dim=0))       # M_j / M_{j-1}, NaN after death
-    return torch.nan_to_num(steps / kappa - 1, nan=0.0).mean(dim=(0, 2))
+    terms = steps / kappa - 1
+    if bool(torch.isposinf(terms).any()):
+        raise ValueError("log_ratio, kappa: a term M_j / (kappa M_(j-1)) exceeds float64")
+    out = torch.nan_to_num(terms, nan=0.0).mean(dim=(0, 2))
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError("log_ratio, kappa: the mean of the terms exceeds float64")
+    return out

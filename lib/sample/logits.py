@@ -54,6 +54,7 @@ def random_logits(n: int, n_classes: int, *,
     n_classes = v.positive_int("n_classes", n_classes)
     if n_classes < 2:
         raise ValueError(f"n_classes must be at least 2, got {n_classes}")
+    v.generator("gen", gen, optional=False)
     kw = dict(generator=gen, dtype=DTYPE, device=gen.device)
     u = torch.rand(2 * n, n_classes + 2, **kw)
     xi = torch.randn(2 * n, n_classes, **kw)

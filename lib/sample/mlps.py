@@ -150,6 +150,7 @@ def one_layer(u: torch.Tensor, m: int, *, n_nets: int, gen: torch.Generator,
     if p == 0:
         raise ValueError("p must be > 0")
     chunk = _chunk("chunk", chunk)
+    v.generator("gen", gen, optional=False)
     if variance is None:
         variance = 2.0 / m if mask == "relu" else 1.0 / (p * m)
     std = math.sqrt(v.positive_float("variance", variance))

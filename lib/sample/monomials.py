@@ -71,6 +71,7 @@ def pooled_monomial_samples(monomials: Sequence[tuple[Sequence[int], Sequence[in
     d = v.positive_int("d", d)
     n_samples = v.positive_int("n_samples", n_samples)
     chunk = v.positive_int("chunk", chunk)
+    v.generator("gen", gen, optional=False)
     if isinstance(monomials, (str, bytes)) or not isinstance(monomials, Sequence) or not monomials:
         raise ValueError("monomials must be a non-empty list of (indices_i, indices_j)")
     pairs = []

@@ -9,7 +9,7 @@ Gaussian pairs with that correlation, so they are sampled directly, without R.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 
@@ -41,6 +41,8 @@ def projection_gaps(m: int, cos: float, samples: int, *, variance: float, gen: t
     m, samples = v.positive_int("m", m), v.positive_int("samples", samples)
     cos = v.in_interval("cos", cos, -1.0, 1.0, closed_hi=True)
     variance = v.positive_float("variance", variance)
+    if not isinstance(masked, bool):
+        raise TypeError(f"masked must be a bool, got {type(masked).__name__}")
     z1, z2 = randn(samples, m, gen=gen), randn(samples, m, gen=gen)
     prod = variance * z1 * (cos * z1 + math.sqrt(1 - cos**2) * z2)
     if masked:
@@ -66,6 +68,8 @@ def angle_inputs(thetas: Sequence[float], dim: int) -> torch.Tensor:
     tensor([[1.0000e+00, 0.0000e+00, 0.0000e+00],
             [6.1232e-17, 1.0000e+00, 0.0000e+00]], dtype=torch.float64)
     """
+    if isinstance(thetas, (str, bytes)) or not isinstance(thetas, Iterable):
+        raise TypeError(f"thetas must be a sequence of angles, got {type(thetas).__name__}")
     thetas = list(thetas)
     if not thetas:
         raise ValueError("thetas must not be empty")
@@ -75,7 +79,7 @@ def angle_inputs(thetas: Sequence[float], dim: int) -> torch.Tensor:
     x = torch.zeros(1 + len(thetas), dim, dtype=torch.float64)
     x[0, 0] = 1.0
     for i, th in enumerate(thetas, start=1):
-        th = v.finite_real("thetas", th)
+        th = v.finite_real(f"thetas[{i - 1}]", th)
         x[i, 0], x[i, 1] = math.cos(th), math.sin(th)
     return x
 
@@ -107,6 +111,13 @@ def sq_distances_to_first(h_unit: torch.Tensor, log_norm: torch.Tensor) -> torch
     >>> sq_distances_to_first(h, torch.zeros(1, 2, dtype=torch.float64))
     tensor([[2.]], dtype=torch.float64)
     """
-    h = v.tensor("h_unit", h_unit, ndim=3) * v.tensor("log_norm", log_norm,
-                                                      ndim=2).exp().unsqueeze(-1)
-    return (h[:, 1:] - h[:, :1]).square().sum(-1)
+    h_unit = v.tensor("h_unit", h_unit, ndim=3)
+    log_norm = v.tensor("log_norm", log_norm, ndim=2)
+    if tuple(log_norm.shape) != tuple(h_unit.shape[:2]):
+        raise ValueError(f"log_norm must have shape (nets, inputs) = {tuple(h_unit.shape[:2])} "
+                         f"(that of h_unit), got {tuple(log_norm.shape)}")
+    h = h_unit * log_norm.exp().unsqueeze(-1)
+    out = (h[:, 1:] - h[:, :1]).square().sum(-1)
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError("h_unit, log_norm: a squared distance exceeds float64")
+    return out

@@ -12,6 +12,7 @@ are exact at any depth.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -29,6 +30,12 @@ __all__ = ["Block", "linear_readout_moments", "linear_readout_relative_variance"
            "relu_layer", "relu_then_linear", "residual_log_lengths", "residual_net"]
 
 
+def _init(name: str, init) -> None:
+    if not callable(init):
+        raise TypeError(f"{name} must be callable (an Initializer: a weight law), got "
+                        f"{type(init).__name__}")
+
+
 def relu_layer(init: Initializer) -> Serial:
     """One fully connected ReLU layer ``h -> ReLU(W h)``, W square (width preserved).
 
@@ -41,6 +48,7 @@ def relu_layer(init: Initializer) -> Serial:
     >>> relu_layer(he()).out_shape((5,))
     (5,)
     """
+    _init("init", init)
     return serial(Dense(None, init), ReLU())
 
 
@@ -59,6 +67,8 @@ def relu_then_linear(hidden: int, init_in: Initializer, init_out: Initializer) -
     (5,)
     """
     hidden = v.positive_int("hidden", hidden)
+    _init("init_in", init_in)
+    _init("init_out", init_out)
     return serial(Dense(hidden, init_in), ReLU(), Dense(None, init_out))
 
 
@@ -127,7 +137,7 @@ def residual_log_lengths(x: torch.Tensor, blocks: Layer | Sequence[Layer],
     torch.Size([4, 4, 2])
     """
     x = v.tensor("x", x, ndim=2)
-    if not bool((x.norm(dim=-1) > 0).all()):
+    if not bool((x != 0).any(dim=-1).all()):     # (not the norm: it underflows at 1e-170)
         raise ValueError("x must have no zero rows")
     if observe is not None and not callable(observe):
         raise TypeError(f"observe must be None or callable, got {type(observe).__name__}")
@@ -161,20 +171,27 @@ def linear_readout_moments(etas: Sequence[float], *, width: int, hidden: int,
     m0 = v.positive_float("m0", m0)
     etas = v.scales("etas", etas)
     mean, second = [m0], [m0 * m0]
-    for eta in etas:
-        e2 = float(eta) ** 2
-        mean.append(mean[-1] * (1 + e2))
-        second.append(second[-1] * (1 + 2 * e2 + 4 * e2 / width
-                                    + e2 * e2 * (1 + 2 / width) * (1 + 5 / hidden)))
-    n_mod = len(etas)
-    pairs = 0.0
-    for j in range(1, n_mod + 1):
-        gain, gains = 1.0, 0.0
-        for i in range(j + 1, n_mod + 1):
-            gain *= 1 + float(etas[i - 1]) ** 2
-            gains += gain
-        pairs += second[j] * (1 + 2 * gains)
-    return mean, second, sum(second[1:]) / n_mod - pairs / n_mod**2
+    try:                                 # eta^2 of an eta beyond 1e154 overflows
+        for eta in etas:
+            e2 = float(eta) ** 2
+            mean.append(mean[-1] * (1 + e2))
+            second.append(second[-1] * (1 + 2 * e2 + 4 * e2 / width
+                                        + e2 * e2 * (1 + 2 / width) * (1 + 5 / hidden)))
+        n_mod = len(etas)
+        pairs = 0.0
+        for j in range(1, n_mod + 1):
+            gain, gains = 1.0, 0.0
+            for i in range(j + 1, n_mod + 1):
+                gain *= 1 + float(etas[i - 1]) ** 2
+                gains += gain
+            pairs += second[j] * (1 + 2 * gains)
+        evar = sum(second[1:]) / n_mod - pairs / n_mod**2
+    except OverflowError:
+        evar = math.inf
+    if not all(math.isfinite(x) for x in [*mean, *second, evar]):
+        raise ValueError("etas, m0: the moments E[M_l^2] (m0^2 times the factors of the "
+                         "etas) exceed float64")
+    return mean, second, evar
 
 
 def linear_readout_relative_variance(etas: Sequence[float], *, width: int, hidden: int

@@ -26,6 +26,7 @@ import torch
 
 from ..core import validate as v
 from ..core.device import device, randn
+from ..core.scaling import rescaled
 
 __all__ = ["masked_extremes", "relu_exact", "relu_search"]
 
@@ -34,10 +35,27 @@ def _stack(a) -> torch.Tensor:
     return v.tensor("a", a, ndim=3)
 
 
+def _scaled(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(a 2^-e, e)`` per matrix: an exact power-of-two rescaling where the squares of a's
+    entries would overflow or lose digits (e = 0, a unchanged bit for bit, at ordinary
+    scales). The norms ||ReLU(A c)|| and ||z * (A c)|| of the rescaled matrices times 2^e are
+    those of ``a``."""
+    return rescaled(a, 1)
+
+
+def _times_2_to(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """``x 2^e`` exactly (to the rounding of the result), ``e`` per matrix (the first axis),
+    in two factors so that 2^e itself never overflows."""
+    e = e.to(x.dtype).reshape(-1, *([1] * (x.ndim - 1)))
+    half = torch.floor(e / 2)
+    return torch.ldexp(torch.ldexp(x, half), e - half)
+
+
 def masked_extremes(a: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
     """sup over unit c of | ||z * (A c)|| - 1 |, exactly, per matrix: ``(n_nets,)``.
 
-    ``z`` is the mask, ``(n_nets, m)`` of 0/1.
+    ``z`` is the mask, ``(n_nets, m)`` of 0/1 (anything else is a ValueError naming it).
+    Any finite scale of ``a``: each matrix is rescaled by an exact power of two first.
 
     Examples
     --------
@@ -47,8 +65,15 @@ def masked_extremes(a: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
     """
     a = _stack(a)
     z = v.tensor("z", z, ndim=2)
+    if tuple(z.shape) != tuple(a.shape[:2]):
+        raise ValueError(f"z must have shape (n_nets, m) = {tuple(a.shape[:2])}, that of the "
+                         f"stack a, got {tuple(z.shape)}")
+    if not bool(((z == 0) | (z == 1)).all()):
+        raise ValueError("z must be a mask: every entry 0 or 1")
+    a, e = _scaled(a)
     ev = torch.linalg.eigvalsh(a.transpose(-2, -1) @ (z.unsqueeze(-1) * a))  # ascending
-    return torch.maximum(ev[:, -1].sqrt() - 1, 1 - ev[:, 0].clamp_min(0).sqrt())
+    top, low = _times_2_to(ev[:, -1].sqrt(), e), _times_2_to(ev[:, 0].clamp_min(0).sqrt(), e)
+    return torch.maximum(top - 1, 1 - low)
 
 
 def relu_exact(a: torch.Tensor) -> torch.Tensor:
@@ -69,12 +94,15 @@ def relu_exact(a: torch.Tensor) -> torch.Tensor:
     """
     a = _stack(a)
     d = a.shape[-1]
+    if d > 2:
+        raise ValueError(f"relu_exact needs d <= 2: a must have shape (n_nets, m, d) with "
+                         f"d <= 2, got d = {d}")
+    a, e = _scaled(a)
     if d == 1:
         vals = torch.stack([a[..., 0].clamp_min(0).norm(dim=-1),
                             (-a[..., 0]).clamp_min(0).norm(dim=-1)], -1)
+        vals = _times_2_to(vals, e)
         return torch.maximum(vals.max(-1).values - 1, 1 - vals.min(-1).values)
-    if d != 2:
-        raise ValueError(f"relu_exact needs d <= 2, got d = {d}")
     two_pi = 2 * math.pi
     alpha = torch.atan2(a[..., 1], a[..., 0])                         # (nets, m)
     w = a.square().sum(-1) / 2                                        # r^2 / 2
@@ -102,6 +130,7 @@ def relu_exact(a: torch.Tensor) -> torch.Tensor:
         inside = (phi > lo) & (phi < hi)
         cands.append(torch.where(inside, f(phi), f(lo)))
     vals = torch.stack(cands, -1).clamp_min(0).sqrt()    # ||ReLU(Ac)|| at the candidates
+    vals = _times_2_to(vals, e)
     return torch.maximum(vals.amax((-2, -1)) - 1, 1 - vals.amin((-2, -1)))
 
 
@@ -122,6 +151,8 @@ def relu_search(a: torch.Tensor, *, gen: torch.Generator, restarts: int = 8,
     a = _stack(a).to(device())                 # the matrices meet the starts drawn by randn
     restarts, steps = v.positive_int("restarts", restarts), v.positive_int("steps", steps)
     lr = v.positive_float("lr", lr)
+    v.generator("gen", gen, optional=False)
+    a, e = _scaled(a)                          # the search on a 2^-e: a lower bound all the same
     out = []
     for sign in (1.0, -1.0):
         c = randn(a.shape[0], restarts, a.shape[-1], gen=gen)
@@ -129,7 +160,12 @@ def relu_search(a: torch.Tensor, *, gen: torch.Generator, restarts: int = 8,
         for _ in range(steps):
             act = (c @ a.transpose(-2, -1)).clamp_min(0)            # (nets, R, m)
             c = c + sign * lr * 2 * (act @ a)
+            c = rescaled(c, 2)[0]              # a step of any scale (a no-op at ordinary ones)
             c = c / c.norm(dim=-1, keepdim=True)
-        vals = (c @ a.transpose(-2, -1)).clamp_min(0).norm(dim=-1)
+        vals = _times_2_to((c @ a.transpose(-2, -1)).clamp_min(0).norm(dim=-1), e)
         out.append(vals.max(-1).values if sign > 0 else vals.min(-1).values)
-    return torch.maximum(out[0] - 1, 1 - out[1])
+    result = torch.maximum(out[0] - 1, 1 - out[1])
+    if not bool(torch.isfinite(result).all()):
+        raise ValueError(f"lr = {lr!r}: a step of the search overflows float64 (with the "
+                         "stack a)")
+    return result

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..core import validate as v
+from ..core.scaling import rescaled
 
 __all__ = ["random_batch_ranks"]
 
@@ -51,11 +52,14 @@ def random_batch_ranks(data: torch.Tensor, batch_size: int, n_batches: int, *,
     data = v.tensor("data", data, ndim=2)
     batch_size = v.positive_int("batch_size", batch_size)
     n_batches = v.positive_int("n_batches", n_batches)
+    gen = v.generator("gen", gen, optional=False)
     if batch_size > data.shape[0]:
-        raise ValueError(f"batch_size must be at most the number of samples "
-                         f"{data.shape[0]}, got {batch_size}")
+        raise ValueError(f"batch_size must be at most the number of samples in data "
+                         f"({data.shape[0]}), got {batch_size}")
     idx = torch.stack([torch.randperm(data.shape[0], generator=gen,
                                       device=gen.device)[:batch_size]
                        for _ in range(n_batches)])
-    batches = data[idx.to(data.device)]                       # (n_batches, n, p)
+    # a batch of any finite scale: an exact power-of-two rescaling (the rank is unchanged)
+    # keeps its Gram matrix from overflowing or underflowing
+    batches = rescaled(data[idx.to(data.device)], 1)[0]       # (n_batches, n, p)
     return torch.linalg.matrix_rank(batches @ batches.transpose(-2, -1))

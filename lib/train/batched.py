@@ -46,6 +46,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core import validate as v
+from . import _checks
 from .sgd import Digits
 
 __all__ = ["Result", "accuracies", "run_losses", "train"]
@@ -129,6 +130,9 @@ def _params(model) -> list[torch.Tensor]:
 def run_losses(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of every run on its own samples.
 
+    The samples and labels are moved to the model's device (and the samples cast to its
+    precision): the samples meet the weights.
+
     Parameters
     ----------
     model : stacked model
@@ -142,11 +146,51 @@ def run_losses(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     Returns
     -------
     torch.Tensor
-        ``(R,)``.
+        ``(R,)``; NaN or inf where a run's samples or weights carry one.
+
+    Raises
+    ------
+    TypeError
+        ``model`` is not a stacked model, ``x`` not a floating-point tensor, ``y`` not
+        integer labels.
+    ValueError
+        ``x`` without a run, sample and feature axis, ``y`` not ``(R, N)``, or a label
+        outside ``[0, C)``.
+
+    Examples
+    --------
+    >>> from eit.core.seeds import generator
+    >>> from eit.models.relu_stacked import mlp
+    >>> from eit.sample.laws import he
+    >>> net = mlp([8], he(), n_nets=3, gen=generator(0))
+    >>> x = torch.rand(3, 5, 64, dtype=torch.float64)
+    >>> run_losses(net, x, torch.zeros(3, 5, dtype=torch.long)).shape
+    torch.Size([3])
     """
+    params = _params(model)
+    runs = params[0].shape[0]
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point tensor (R, N, ...), got "
+                        f"{getattr(x, 'dtype', type(x).__name__)}")
+    if x.ndim < 3 or x.shape[0] != runs:
+        raise ValueError(f"x must be (R, N, ...) with R = {runs} runs, got shape "
+                         f"{tuple(x.shape)}")
+    y = v.labels("y", y, shape=tuple(x.shape[:2]))
+    x = x.to(params[0].device, params[0].dtype)   # the samples meet the weights
+    y = y.to(params[0].device)
     logits = model(x)
+    _checks.classes(y, logits)
+    return _losses(logits, y)
+
+
+def _losses(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").view(
         y.shape).mean(1)
+
+
+def _run_losses(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """:func:`run_losses` without the checks (the engine's own, validated batches)."""
+    return _losses(model(x), y)
 
 
 @torch.no_grad()
@@ -170,20 +214,42 @@ def accuracies(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     torch.Tensor
         ``(R,)``, float64.
 
+    Raises
+    ------
+    TypeError
+        ``model`` is not a stacked model, ``x`` not a floating-point tensor, ``y`` not
+        integer labels.
+    ValueError
+        ``x`` and ``y`` of different lengths, an inf or NaN in ``x`` (an arg-max of NaN
+        logits is no prediction), or a label outside ``[0, C)``.
+
     Examples
     --------
     >>> from eit.core.seeds import generator
     >>> from eit.models.relu_stacked import mlp
     >>> from eit.sample.laws import he
     >>> net = mlp([8], he(), n_nets=3, gen=generator(0))
-    >>> accuracies(net, torch.rand(5, 64, dtype=torch.float64), torch.zeros(5)).shape
+    >>> y = torch.zeros(5, dtype=torch.long)
+    >>> accuracies(net, torch.rand(5, 64, dtype=torch.float64), y).shape
     torch.Size([3])
     """
+    _params(model)
+    x, y = _checks.samples(x, y)
+    return _accuracies(model, x, y, check=True)
+
+
+@torch.no_grad()
+def _accuracies(model, x: torch.Tensor, y: torch.Tensor, *, check: bool = False
+                ) -> torch.Tensor:
+    """:func:`accuracies` without the checks of its arguments (the engine's own splits)."""
     params = _params(model)
     runs = params[0].shape[0]
     x = x.to(params[0].device, params[0].dtype)   # the samples meet the weights
     logits = model(x.unsqueeze(0).expand(runs, *x.shape))
-    return (logits.argmax(-1) == y.to(logits.device)).double().mean(-1)
+    y = y.to(logits.device)
+    if check:
+        _checks.classes(y, logits)
+    return (logits.argmax(-1) == y).double().mean(-1)
 
 
 def _per_run(name: str, values, runs: int, check: Callable) -> list:
@@ -318,8 +384,7 @@ def train(model, data: Digits, *, lr: float | Sequence[float], epochs: int, batc
         halve_every = v.positive_int("halve_every", halve_every)
     if max_loss != math.inf:
         max_loss = v.positive_float("max_loss", max_loss)
-    if on_divergence not in POLICIES:
-        raise ValueError(f"on_divergence must be one of {POLICIES}, got {on_divergence!r}")
+    on_divergence = v.choice("on_divergence", on_divergence, POLICIES)
     if not isinstance(drop_last, bool):
         raise TypeError(f"drop_last must be a bool, got {type(drop_last).__name__}")
     if target is not None:
@@ -348,7 +413,7 @@ def train(model, data: Digits, *, lr: float | Sequence[float], epochs: int, batc
         total = torch.zeros(len(st.ids), dtype=dtype, device=dev)
         for k, start in enumerate(starts):
             idx = orders[:, start:start + batch_size]
-            loss = run_losses(st.model, x_train[idx], y_train[idx])
+            loss = _run_losses(st.model, x_train[idx], y_train[idx])
             bad = ~torch.isfinite(loss) | (loss > max_loss)
             st.died = torch.where(st.alive & bad, step, st.died)
             st.alive = st.alive & ~bad
@@ -358,7 +423,7 @@ def train(model, data: Digits, *, lr: float | Sequence[float], epochs: int, batc
                 if not st.ids:
                     break
                 orders, total, idx = orders[keep], total[keep], idx[keep]
-                loss = run_losses(st.model, x_train[idx], y_train[idx])
+                loss = _run_losses(st.model, x_train[idx], y_train[idx])
             grads = torch.autograd.grad(torch.where(st.alive, loss, 0.0).sum(), st.params)
             warm = min(1.0, (step + 1) / warmup_steps) if warmup_steps else 1.0
             rate = torch.where(st.alive, st.lr * (halving * warm), 0.0)
@@ -387,7 +452,7 @@ def train(model, data: Digits, *, lr: float | Sequence[float], epochs: int, batc
         if record is not None:
             records.append(record(st.model, epoch + 1))
         if target is not None:
-            acc = accuracies(st.model, x_test, y_test).cpu().numpy()
+            acc = _accuracies(st.model, x_test, y_test).cpu().numpy()
             ok, ids = st.alive.cpu().numpy(), np.asarray(st.ids)
             reached[ids[ok & (acc >= target) & (reached[ids] < 0)]] = epoch + 1
             if ((reached[ids] >= 0) | ~ok).all():
@@ -448,7 +513,7 @@ def _finish(st: _Stack, out: _Out, reached, records, step, max_loss, train_split
             st.alive = st.alive & ~blown
             ok, ids = st.alive.cpu().numpy(), np.asarray(st.ids)
             train_acc[ids[ok]] = (logits.argmax(-1) == y).double().mean(-1).cpu().numpy()[ok]
-            test_acc[ids[ok]] = accuracies(st.model, *test_split).cpu().numpy()[ok]
+            test_acc[ids[ok]] = _accuracies(st.model, *test_split).cpu().numpy()[ok]
             out.died[ids] = st.died.cpu().numpy()
             out.losses[ids] = st.losses.cpu().double().numpy()
     diverged = out.died >= 0

@@ -16,6 +16,7 @@ import torch
 
 from ..core import validate as v
 from ..core.device import randn
+from . import _checks
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,40 @@ def hessian_vector_product(loss: torch.Tensor, params: Sequence[torch.Tensor],
                            vec: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """H vec for the Hessian of the scalar ``loss`` with respect to ``params``.
 
-    ``loss`` must have been computed with a graph (``create_graph`` happens here).
+    ``loss`` must have been computed with a graph (``create_graph`` happens here); ``vec``
+    holds one tensor of each parameter's shape. An inf or NaN in ``loss`` or ``vec`` is
+    carried into the product.
+
+    Raises
+    ------
+    TypeError
+        ``params`` or ``vec`` is not a sequence of tensors.
+    ValueError
+        ``loss`` is not a scalar with a graph, a parameter does not require grad, or ``vec``
+        does not match ``params`` in number or shapes.
+
+    Examples
+    --------
+    >>> x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    >>> hessian_vector_product((x ** 3).sum(), [x], [torch.ones(2, dtype=torch.float64)])
+    [tensor([ 6., 12.], dtype=torch.float64)]
     """
+    params = _checks.params("params", params)
+    loss = _checks.scalar_loss("loss", loss, finite=False)
+    if isinstance(vec, (str, bytes, torch.Tensor)) or not hasattr(vec, "__iter__"):
+        raise TypeError(f"vec must be a sequence of tensors (one per parameter), got "
+                        f"{type(vec).__name__}")
+    vec = list(vec)
+    if len(vec) != len(params):
+        raise ValueError(f"vec must have one tensor per parameter ({len(params)}), got "
+                         f"{len(vec)}")
+    for i, (u, p) in enumerate(zip(vec, params, strict=True)):
+        if not isinstance(u, torch.Tensor) or not u.is_floating_point():
+            raise TypeError(f"vec[{i}] must be a floating-point tensor, got "
+                            f"{getattr(u, 'dtype', type(u).__name__)}")
+        if u.shape != p.shape:
+            raise ValueError(f"vec[{i}] must have the shape of params[{i}] "
+                             f"{tuple(p.shape)}, got {tuple(u.shape)}")
     grads = torch.autograd.grad(loss, params, create_graph=True)
     dot = sum((g * u).sum() for g, u in zip(grads, vec, strict=True))
     return list(torch.autograd.grad(dot, params, retain_graph=True))
@@ -69,9 +102,8 @@ def hessian_spectral_norm(loss_fn: Callable[[], torch.Tensor],
     """
     if not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
-    params = list(params)
-    if not params or not all(isinstance(p, torch.Tensor) and p.requires_grad for p in params):
-        raise ValueError("params must be a non-empty sequence of tensors requiring grad")
+    params = _checks.params("params", params)
+    gen = v.generator("gen", gen, optional=False)
     max_iter = v.positive_int("max_iter", max_iter)
     rtol = v.positive_float("rtol", rtol)
     loss = loss_fn()

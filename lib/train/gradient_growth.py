@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from . import _checks
+
 __all__ = ["hidden_gradient_growth"]
 
 
@@ -38,9 +40,12 @@ def hidden_gradient_growth(net, x: torch.Tensor, y: torch.Tensor) -> float:
     Raises
     ------
     TypeError
-        ``net`` has no ``features`` and ``head``.
+        ``net`` has no ``features`` and ``head``, ``x`` is not a floating-point tensor, ``y``
+        not integer labels.
     ValueError
-        Fewer than two hidden layers, or a gradient of norm 0.
+        Fewer than two hidden layers, a gradient of norm 0 (or one that over- or underflows),
+        ``x`` and ``y`` of different lengths, an inf or NaN in ``x``, a label outside
+        ``[0, C)``.
 
     References
     ----------
@@ -59,14 +64,18 @@ def hidden_gradient_growth(net, x: torch.Tensor, y: torch.Tensor) -> float:
     """
     if not (hasattr(net, "features") and hasattr(net, "head")):
         raise TypeError(f"net must have features() and head(), got {type(net).__name__}")
+    x, y = _checks.samples(x, y)
     params = list(net.parameters()) if hasattr(net, "parameters") else []
     if params:                                    # the samples meet the weights
         x, y = x.to(params[0].device), y.to(params[0].device)
     hidden = list(net.features(x))
     if len(hidden) < 2:
         raise ValueError(f"net must have at least 2 hidden layers, got {len(hidden)}")
-    loss = F.cross_entropy(net.head(hidden[-1]), y)
+    logits = net.head(hidden[-1])
+    _checks.classes(y, logits)
+    loss = F.cross_entropy(logits, y)
     sq = torch.stack([g.square().sum() for g in torch.autograd.grad(loss, hidden)])
-    if not bool((sq > 0).all()):
-        raise ValueError("a hidden gradient has norm 0: the ratio is undefined")
+    if not bool(((sq > 0) & torch.isfinite(sq)).all()):
+        raise ValueError("a hidden gradient of the loss at these inputs x has norm 0 (or its "
+                         "square over- or underflows): the ratio is undefined")
     return (sq[:-1] / sq[1:]).mean().item()

@@ -25,7 +25,7 @@ def sample_image(size: int, name: str = "china.jpg") -> tuple[torch.Tensor, int]
     ----------
     size : int
         The side of the result in pixels.
-    name : str
+    name : {"china.jpg", "flower.jpg"}
         A sample image of :func:`sklearn.datasets.load_sample_image`.
 
     Returns
@@ -46,8 +46,7 @@ def sample_image(size: int, name: str = "china.jpg") -> tuple[torch.Tensor, int]
     from sklearn.datasets import load_sample_image
 
     size = v.positive_int("size", size)
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    name = v.choice("name", name, ("china.jpg", "flower.jpg"))
     raw = torch.tensor(load_sample_image(name), dtype=DTYPE)
     raw = raw.permute(2, 0, 1) / 255                    # RGB channels first, in [0, 1]
     side = min(raw.shape[1:]) // size * size

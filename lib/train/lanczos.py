@@ -29,6 +29,7 @@ from scipy.linalg import eigh_tridiagonal
 
 from ..core import validate as v
 from ..core.device import randn
+from . import _checks
 
 __all__ = ["Extreme", "hessian_operator", "lanczos_extreme", "loss_hessian_norms"]
 
@@ -56,15 +57,31 @@ def hessian_operator(loss: torch.Tensor, params: Sequence[torch.Tensor]
     ``params`` are tensors whose leading axis is the batch ``S`` of independent networks and
     ``loss`` is the *sum* of their losses (computed from ``params``): its Hessian is block
     diagonal, and row ``s`` of the result is network ``s``'s Hessian applied to row ``s``.
+
+    Raises
+    ------
+    TypeError
+        ``params`` is not a sequence of tensors.
+    ValueError
+        A parameter without gradient or batch axis, parameters of different batches, or a
+        ``loss`` that is not a finite scalar with a graph (a NaN loss has no Hessian: it would
+        only surface as a non-finite product later).
+
+    Examples
+    --------
+    >>> w = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64, requires_grad=True)
+    >>> apply = hessian_operator((w ** 2).sum(), [w])
+    >>> apply(torch.ones(2, 2, dtype=torch.float64)).tolist()
+    [[2.0, 2.0], [2.0, 2.0]]
     """
-    params = list(params)
-    if not params or not all(isinstance(p, torch.Tensor) and p.requires_grad for p in params):
-        raise ValueError("params must be a non-empty sequence of tensors requiring grad")
+    params = _checks.params("params", params)
+    if any(p.ndim == 0 for p in params):
+        raise ValueError("params must have the batch of networks as their leading axis, got "
+                         "a scalar")
     s = params[0].shape[0]
     if any(p.shape[0] != s for p in params):
-        raise ValueError("every parameter must have the batch as its leading axis")
-    if not isinstance(loss, torch.Tensor) or loss.ndim != 0:
-        raise ValueError("loss must be a scalar tensor (the sum of the networks' losses)")
+        raise ValueError("every parameter of params must have the batch as its leading axis")
+    loss = _checks.scalar_loss("loss", loss, finite=True)
     grads = torch.autograd.grad(loss, params, create_graph=True)
     sizes = [p[0].numel() for p in params]
 
@@ -107,7 +124,8 @@ def lanczos_extreme(operator: Callable[[torch.Tensor], torch.Tensor], batch: int
         If an operator is not symmetric (detected from the Lanczos projection, which must
         be tridiagonal), or a bad argument.
     FloatingPointError
-        If the operator returns a non-finite or wrongly shaped vector.
+        If the operator returns a non-finite or wrongly shaped vector, or its products
+        overflow.
 
     Examples
     --------
@@ -117,12 +135,16 @@ def lanczos_extreme(operator: Callable[[torch.Tensor], torch.Tensor], batch: int
     >>> out.eigenvalue.round(6).tolist(), out.converged.tolist()
     ([-3.0, -3.0], [True, True])
     """
+    if not callable(operator):
+        raise TypeError(f"operator must be callable ((batch, dim) -> (batch, dim)), got "
+                        f"{type(operator).__name__}")
     batch, dim = v.positive_int("batch", batch), v.positive_int("dim", dim)
     max_steps = v.positive_int("max_steps", max_steps)
     rtol = v.positive_float("rtol", rtol)
+    device = v.torch_device("device", device)
     q = randn(batch, dim, gen=gen, dtype=dtype)
     if device is not None:
-        q = q.to(torch.device(device))
+        q = q.to(device)
     q = q / q.norm(dim=1, keepdim=True)
     basis = [q]
     alphas, betas = [], []
@@ -149,6 +171,9 @@ def lanczos_extreme(operator: Callable[[torch.Tensor], torch.Tensor], batch: int
         for _ in range(2):                                        # full reorthogonalization
             w = w - torch.einsum("kb,kbd->bd", torch.einsum("kbd,bd->kb", stacked, w), stacked)
         beta = w.norm(dim=1)
+        if not bool(torch.isfinite(alpha).all() & torch.isfinite(beta).all()):
+            raise FloatingPointError("the operator's products overflow: the Lanczos "
+                                     "coefficients are not finite")
         alphas.append(alpha)
         betas.append(beta)
         a = torch.stack(alphas).T.cpu().numpy()                   # (batch, k)
@@ -219,6 +244,15 @@ def loss_hessian_norms(model, x: torch.Tensor, y: torch.Tensor, *, gen: torch.Ge
         Per network, ``||H||_2`` of its loss ``mean_i CE(f(x_i), y_i)`` with respect to all
         its parameters, and whether the iteration converged.
 
+    Raises
+    ------
+    TypeError
+        ``model`` is not a stacked model, ``x`` not a floating-point tensor, ``y`` not
+        integer labels.
+    ValueError
+        ``x`` and ``y`` of different lengths, an inf or NaN in ``x``, a label outside
+        ``[0, C)``, or a Hessian that overflows float64 at ``x``.
+
     References
     ----------
     Arpit, Campos & Bengio (2019), Section 5.3, Table 2.
@@ -237,13 +271,22 @@ def loss_hessian_norms(model, x: torch.Tensor, y: torch.Tensor, *, gen: torch.Ge
     >>> out.value.shape, bool(out.converged.all())
     ((2,), True)
     """
-    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or len(x) != len(y):
-        raise ValueError("x and y must be tensors with one label per input")
+    if not callable(model) or not callable(getattr(model, "parameters", None)):
+        raise TypeError(f"model must be a stacked model (callable, with parameters()), got "
+                        f"{type(model).__name__}")
+    x, y = _checks.samples(x, y)
     params = list(model.parameters())
     x, y = x.to(params[0].device), y.to(params[0].device)   # the samples meet the weights
     logits = model(x)
+    _checks.classes(y, logits)
     nets = logits.shape[0]
     loss = F.cross_entropy(logits.flatten(0, 1), y.repeat(nets), reduction="sum")
     dim = sum(p[0].numel() for p in params)
-    return lanczos_extreme(hessian_operator(loss / len(y), params), nets, dim, gen=gen,
-                           max_steps=max_steps, rtol=rtol, device=params[0].device)
+    try:
+        return lanczos_extreme(hessian_operator(loss / len(y), params), nets, dim, gen=gen,
+                               max_steps=max_steps, rtol=rtol, device=params[0].device)
+    except FloatingPointError as err:
+        raise ValueError(f"the Hessian of the loss at these inputs x is not finite in "
+                         f"float64 ({err}): inputs of this magnitude (largest "
+                         f"{float(x.abs().max()):.3g}) or the model's weights overflow it"
+                         ) from err

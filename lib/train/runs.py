@@ -23,8 +23,11 @@ def first_epoch_below(losses, level: float) -> list[int]:
     Parameters
     ----------
     losses : array_like or torch.Tensor
-        ``(runs, epochs)`` per-epoch losses.
+        ``(runs, epochs)`` per-epoch losses. NaN (the epochs after a divergence and those
+        not run, in :class:`~eit.train.batched.Result`) and +inf (a diverged loss) are above
+        every level; -inf is no loss and is refused.
     level : float
+        A finite level.
 
     Returns
     -------
@@ -42,12 +45,21 @@ def first_epoch_below(losses, level: float) -> list[int]:
     """
     if isinstance(losses, torch.Tensor):
         losses = losses.detach().cpu().numpy()
-    a = np.asarray(losses, dtype=float)
+    if losses is None or isinstance(losses, (str, bytes, dict)):
+        raise TypeError(f"losses must be a (runs, epochs) array, got {type(losses).__name__}")
+    try:
+        a = np.asarray(losses, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"losses must be a (runs, epochs) array of numbers: {err}") from None
     if a.ndim != 2 or a.shape[1] == 0:
         raise ValueError(f"losses must be (runs, epochs) with at least one epoch, got shape "
                          f"{a.shape}")
+    if np.isneginf(a).any():
+        raise ValueError("losses contains -inf, which no loss can be")
     if isinstance(level, bool) or not isinstance(level, (int, float)) or np.isnan(level):
         raise TypeError(f"level must be a real number, got {level!r}")
+    if not np.isfinite(level):
+        raise ValueError(f"level must be finite, got {level!r}")
     below = a < level
     return [int(np.argmax(row)) + 1 if row.any() else a.shape[1] + 1 for row in below]
 
@@ -82,7 +94,15 @@ def split_runs(result: Result, labels: Sequence[Hashable]) -> dict[Hashable, Res
     if not isinstance(result, Result):
         raise TypeError(f"result must be an eit.train.batched.Result, got "
                         f"{type(result).__name__}")
+    if isinstance(labels, (bytes, dict)) or not hasattr(labels, "__iter__"):
+        raise TypeError(f"labels must be a sequence of hashable labels, got "
+                        f"{type(labels).__name__}")
     labels = list(labels)
+    for i, lab in enumerate(labels):
+        try:
+            hash(lab)
+        except TypeError:
+            raise TypeError(f"labels[{i}] must be hashable, got {type(lab).__name__}") from None
     if len(labels) != len(result):
         raise ValueError(f"labels must have one entry per run ({len(result)}), got "
                          f"{len(labels)}")

@@ -18,6 +18,7 @@ from sklearn.datasets import load_digits
 
 from ..core import validate as v
 from ..core.device import DTYPE, device, scale
+from . import _checks
 
 Model = Callable[[torch.Tensor], torch.Tensor]
 
@@ -110,11 +111,36 @@ class Run:
 
 @torch.no_grad()
 def accuracy(model: Model, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Fraction of rows of ``x`` whose arg-max logit is the label ``y``."""
-    return (model(x).argmax(dim=-1) == y).double().mean().item()
+    """Fraction of rows of ``x`` whose arg-max logit is the label ``y``.
+
+    Raises
+    ------
+    TypeError
+        ``model`` is not callable, ``x`` not a floating-point tensor, ``y`` not integer
+        labels.
+    ValueError
+        ``x`` and ``y`` of different lengths, an inf or NaN in ``x`` (an arg-max of NaN
+        logits is no prediction), or a label outside ``[0, C)``.
+
+    Examples
+    --------
+    >>> net = torch.nn.Linear(4, 3).double()
+    >>> x = torch.zeros(2, 4, dtype=torch.float64)
+    >>> 0.0 <= accuracy(net, x, torch.tensor([0, 2])) <= 1.0
+    True
+    """
+    if not callable(model):
+        raise TypeError(f"model must be callable (samples -> logits), got "
+                        f"{type(model).__name__}")
+    x, y = _checks.samples(x, y)
+    logits = model(x)
+    _checks.classes(y, logits)
+    return (logits.argmax(dim=-1) == y).double().mean().item()
 
 
 def _check_params(params) -> list[torch.Tensor]:
+    if isinstance(params, (str, bytes, torch.Tensor)) or not hasattr(params, "__iter__"):
+        raise TypeError(f"params must be a sequence of tensors, got {type(params).__name__}")
     params = list(params)
     if not params:
         raise ValueError("params must be a non-empty sequence of tensors")
@@ -135,6 +161,9 @@ def sgd(model: Model, params: Sequence[torch.Tensor], data: Digits, *, lr: float
     (Arpit & Bengio 2019, section 5); ``weight_decay`` is torch's L2 penalty on every
     parameter. Mini-batches are drawn by shuffling the training set with ``gen`` at every epoch.
     """
+    if not callable(model):
+        raise TypeError(f"model must be callable (samples -> logits), got "
+                        f"{type(model).__name__}")
     if not isinstance(data, Digits):
         raise TypeError(f"data must be a Digits split, got {type(data).__name__}")
     data.check()
@@ -147,6 +176,7 @@ def sgd(model: Model, params: Sequence[torch.Tensor], data: Digits, *, lr: float
     weight_decay = v.in_interval("weight_decay", weight_decay, 0.0, 1.0)
     if halve_every is not None:
         halve_every = v.positive_int("halve_every", halve_every)
+    gen = v.generator("gen", gen, optional=False)
     opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
     n, step, losses = len(data.x_train), 0, []
     for epoch in range(epochs):

@@ -166,7 +166,7 @@ def rank_association(predictor: Sequence[float], runs: Sequence[Sequence[int | N
     >>> p < 0.05
     True
     """
-    alpha = v.in_interval("alpha", alpha, 0.0, 1.0)
+    alpha = v.probability("alpha", alpha, open_ends=True)
     tau, p_two = pooled_kendall(predictor, runs, max_epochs)
     p_one = p_two / 2 if tau.value > 0 else 1 - p_two / 2
     return tau, p_one, kendall_detectable(sum(len(r) for r in runs), alpha)

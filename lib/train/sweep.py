@@ -61,6 +61,8 @@ def log_largest_rate(survived, lrs: Sequence[float]) -> np.ndarray:
     >>> log_largest_rate([[True, True, False], [False, False, False]], [1e-3, 1e-2, 1e-1])
     array([-2., -3.])
     """
+    if isinstance(survived, torch.Tensor):
+        survived = survived.detach().cpu().numpy()
     ok = np.asarray(survived)
     if ok.dtype != bool or ok.ndim != 2:
         raise ValueError(f"survived must be a 2-d bool array (seeds, rates), got {ok.dtype} "
@@ -173,9 +175,18 @@ def lr_sweep(build: Callable[[torch.Generator], object], data: Digits, *,
     >>> sw.log_eta_star().tolist()
     [-2.0, -2.0]
     """
+    for name, fn in (("build", build), ("stack", stack)):
+        if not callable(fn):
+            raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+    if not isinstance(data, Digits):
+        raise TypeError(f"data must be a Digits split, got {type(data).__name__}")
     lrs = tuple(_rates(lrs))
-    if not isinstance(seeds, Sequence) or not seeds:
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
         raise ValueError(f"seeds must be a non-empty sequence of ints, got {seeds!r}")
+    seeds = [v.nonnegative_int(f"seeds[{i}]", int(s) if isinstance(s, np.integer) else s)
+             for i, s in enumerate(seeds)]
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
     nets, gens = [], []
     for seed in seeds:
         gen = generator(seed)

@@ -122,6 +122,10 @@ def _numbers(name: str, value, k: int) -> list[float]:
 def _labels(labels, k: int) -> list[str]:
     if labels is None:
         return [""] * k if k == 1 else [f"point {i + 1}" for i in range(k)]
+    if isinstance(labels, (str, bytes, Mapping)) or not isinstance(
+            labels, (Sequence, np.ndarray, range)):
+        raise TypeError(f"labels must be a sequence of names (one per point), got "
+                        f"{type(labels).__name__}")
     labels = [str(x) for x in labels]
     if len(labels) != k:
         raise ValueError(f"labels must have one entry per point ({k}), got {len(labels)}")
@@ -175,7 +179,22 @@ def _extra(values) -> list[dict]:
         return []
     if not isinstance(values, Mapping):
         raise TypeError(f"values must be a mapping of name -> value, got {type(values).__name__}")
-    return [{"name": _text("values key", k), **value_record(v)} for k, v in values.items()]
+    out = []
+    for k, v in values.items():
+        name = _text("values key", k)
+        try:
+            rec = value_record(v)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"values[{k!r}]: {err}") from err
+        out.append({"name": name, **rec})
+    return out
+
+
+def _correction(value) -> str:
+    """The text of an erratum: a string (empty when there is none)."""
+    if not isinstance(value, str):
+        raise TypeError(f"correction must be a string, got {type(value).__name__}")
+    return value
 
 
 def _kind(kind) -> str:
@@ -339,8 +358,12 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
         kind=kind, measured_name="estimate", measured=estimate, measured_types=Estimate,
         reference_name="theory", reference=theory, labels=labels)
     k = len(estimates)
-    if corrected is not None and not (isinstance(correction, str) and correction.strip()):
-        raise ValueError("correction must describe the corrected value when corrected is given")
+    correction = _correction(correction)
+    if corrected is not None:
+        corrected = _numbers("corrected", corrected, k)
+        if not correction.strip():
+            raise ValueError("correction must describe the corrected value when corrected "
+                             "is given")
     points = _points(estimates, theories, labs, criterion)
     result = _agreement_outcome(points, criterion)
     tested = _g(_detectable(points, criterion)) + ("" if not criterion.relative else " (relative)")
@@ -362,7 +385,7 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
     if result == "fail":
         outcome = _failed(scope)
         if corrected is not None:
-            corr = _numbers("corrected", corrected, k)
+            corr = corrected
             corr_pts = _points(estimates, corr, labs, criterion)
             corr_result = _agreement_outcome(corr_pts, criterion)
             if kind == EXACT:
@@ -739,7 +762,8 @@ def _sympy(name: str, value) -> sp.Basic:
         except (sp.SympifyError, TypeError) as err:
             raise TypeError(f"{name} must be a SymPy expression or number, got {value!r}"
                             ) from err
-    if not isinstance(expr, (sp.Basic, sp.MatrixBase)):
+    if not isinstance(expr, (sp.Basic, sp.MatrixBase)) or isinstance(
+            expr, (sp.Dict, sp.Tuple, sp.sets.Set)):
         raise TypeError(f"{name} must be a SymPy expression or number, got {value!r}")
     if expr.has(sp.nan, sp.zoo):
         raise ValueError(f"{name} is NaN or complex infinity: {expr}")
@@ -770,6 +794,7 @@ def exact(paper: str, claim: str, statement: str, *, printed, derived, scope: st
     if if_wrong not in (CORRECTED, REFUTED):
         raise ValueError(f"if_wrong must be {CORRECTED!r} or {REFUTED!r}, got {if_wrong!r}")
     kind = _kind(kind)
+    correction = _correction(correction)
     printed, derived = _sympy("printed", printed), _sympy("derived", derived)
     shown = f"printed {sp.sstr(printed)}"
     vals = [{"name": "printed", **value_record(printed)},

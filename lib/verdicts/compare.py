@@ -24,7 +24,7 @@ with probability about ``ALPHA`` per value.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scipy import stats as _st
@@ -57,6 +57,43 @@ class Comparison:
         self.tolerated += other.tolerated
 
 
+# -- validation: a malformed record is an error naming the argument it came from ------------
+def _where(where) -> str:
+    if not isinstance(where, str):
+        raise TypeError(f"where must be a str (a label of the messages), got "
+                        f"{type(where).__name__}")
+    return where
+
+
+def _record(name: str, value, what: str) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be {what} (a dict), got {type(value).__name__}")
+    return value
+
+
+def _list(name: str, value, what: str) -> list:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of {what}, got {type(value).__name__}")
+    return list(value)
+
+
+def _field(name: str, rec: Mapping, key: str, *, integer: bool = False, optional: bool = False):
+    """A number stored in a record: a real number (an int where ``integer``), or None."""
+    if key not in rec:
+        if optional:
+            return None
+        raise ValueError(f"{name}: a {rec.get('type')} record needs {key!r}, got keys "
+                         f"{sorted(map(str, rec))}")
+    x = rec[key]
+    if x is None and optional:
+        return None
+    kinds = int if integer else (int, float)
+    if isinstance(x, bool) or not isinstance(x, kinds):
+        raise TypeError(f"{name}[{key!r}] must be {'an int' if integer else 'a real number'}, "
+                        f"got {type(x).__name__}")
+    return x
+
+
 def _close(a: float, b: float, rel: float = REL_EXACT) -> bool:
     if a == b:
         return True
@@ -65,9 +102,11 @@ def _close(a: float, b: float, rel: float = REL_EXACT) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-300
 
 
-def _estimate(ref: dict, new: dict, where: str, out: Comparison) -> None:
-    a, b = float(ref["value"]), float(new["value"])
-    sa, sb = float(ref["se"]), float(new["se"])
+def _estimate(ref: Mapping, new: Mapping, where: str, out: Comparison) -> None:
+    a, b = float(_field("ref", ref, "value")), float(_field("new", new, "value"))
+    sa, sb = float(_field("ref", ref, "se")), float(_field("new", new, "se"))
+    for name, rec in (("ref", ref), ("new", new)):
+        _field(name, rec, "df", optional=True)
     if not all(math.isfinite(x) for x in (a, b, sa, sb)):
         out.problems.append(f"{where}: non-finite estimate ({a} ± {sa} vs {b} ± {sb})")
         return
@@ -91,8 +130,12 @@ def _estimate(ref: dict, new: dict, where: str, out: Comparison) -> None:
     (out.problems if t > crit else out.tolerated).append(line)
 
 
-def _proportion(ref: dict, new: dict, where: str, out: Comparison) -> None:
-    ka, na, kb, nb = (int(ref["k"]), int(ref["n"]), int(new["k"]), int(new["n"]))
+def _proportion(ref: Mapping, new: Mapping, where: str, out: Comparison) -> None:
+    ka, na = _field("ref", ref, "k", integer=True), _field("ref", ref, "n", integer=True)
+    kb, nb = _field("new", new, "k", integer=True), _field("new", new, "n", integer=True)
+    for name, (k, n) in (("ref", (ka, na)), ("new", (kb, nb))):
+        if not 0 <= k <= n:
+            raise ValueError(f"{name}: a proportion record needs 0 <= k <= n, got {k}/{n}")
     if (ka, na) == (kb, nb):
         return
     p = float(_st.fisher_exact([[ka, na - ka], [kb, nb - kb]]).pvalue)
@@ -108,8 +151,18 @@ def _exact(ref, new) -> bool:
 
 
 def compare_values(ref: dict, new: dict, where: str) -> Comparison:
-    """Compare two typed value records (:func:`eit.verdicts.records.value_record`)."""
+    """Compare two typed value records (:func:`eit.verdicts.records.value_record`).
+
+    A malformed record (not a dict, a type that is no string, a missing or non-numeric
+    number) is an error naming ``ref`` or ``new``; a NaN or an infinity in a stored estimate
+    is a problem of the comparison.
+    """
+    where = _where(where)
     out = Comparison()
+    for name, rec in (("ref", ref), ("new", new)):
+        _record(name, rec, "a value record")
+        if not isinstance(rec.get("type", ""), str):
+            raise TypeError(f"{name}['type'] must be a str, got {type(rec['type']).__name__}")
     kind = ref.get("type")
     if kind != new.get("type"):
         out.problems.append(f"{where}: type {kind!r} became {new.get('type')!r}")
@@ -145,6 +198,13 @@ def _monte_carlo(record: dict) -> bool:
 
 def compare_verdicts(ref: dict, new: dict, where: str = "verdict") -> Comparison:
     """Compare two verdict records: every exact field equal, values statistically."""
+    where = _where(where)
+    for arg, rec in (("ref", ref), ("new", new)):
+        _record(arg, rec, "a verdict record")
+        for key in ("criterion", "test"):
+            if key in rec and not isinstance(rec[key], Mapping):
+                raise TypeError(f"{arg}[{key!r}] must be a dict, got {type(rec[key]).__name__}")
+        _list(f"{arg}['values']", rec.get("values", []), "value records")
     out = Comparison()
     name = f"{where} [{ref.get('claim', '?')}]"
     for key in _VERDICT_EXACT:
@@ -173,7 +233,10 @@ def compare_verdicts(ref: dict, new: dict, where: str = "verdict") -> Comparison
         if ref.get("measured") != new.get("measured") or rt != nt:
             out.problems.append(f"{name}: schema-1 record differs (no typed values to compare "
                                 "statistically)")
-    rv, nv = ref.get("values", []), new.get("values", [])
+    rv, nv = list(ref.get("values", [])), list(new.get("values", []))
+    for arg, vals in (("ref", rv), ("new", nv)):
+        for i, v in enumerate(vals):
+            _record(f"{arg}['values'][{i}]", v, "a value record")
     if len(rv) != len(nv):
         out.problems.append(f"{name}: {len(rv)} values became {len(nv)}")
         return out
@@ -184,6 +247,12 @@ def compare_verdicts(ref: dict, new: dict, where: str = "verdict") -> Comparison
 
 def compare_tables(ref: dict, new: dict, where: str = "table") -> Comparison:
     """Compare two table records: headers exactly, cells by type."""
+    where = _where(where)
+    for arg, rec in (("ref", ref), ("new", new)):
+        _record(arg, rec, "a table record")
+        for i, row in enumerate(_list(f"{arg}['rows']", rec.get("rows", []), "rows")):
+            for j, cell in enumerate(_list(f"{arg}['rows'][{i}]", row, "value records")):
+                _record(f"{arg}['rows'][{i}][{j}]", cell, "a value record")
     out = Comparison()
     for key in ("caption", "columns"):
         if ref.get(key) != new.get(key):
@@ -202,6 +271,11 @@ def compare_tables(ref: dict, new: dict, where: str = "table") -> Comparison:
 
 def compare_records(ref: Sequence[dict], new: Sequence[dict], where: str) -> Comparison:
     """Compare two lists of verdict records (a chapter's, in order)."""
+    where = _where(where)
+    ref, new = _list("ref", ref, "verdict records"), _list("new", new, "verdict records")
+    for arg, recs in (("ref", ref), ("new", new)):
+        for i, rec in enumerate(recs):
+            _record(f"{arg}[{i}]", rec, "a verdict record")
     out = Comparison()
     if len(ref) != len(new):
         out.problems.append(f"{where}: {len(ref)} verdicts became {len(new)}")
@@ -210,9 +284,21 @@ def compare_records(ref: Sequence[dict], new: Sequence[dict], where: str) -> Com
     return out
 
 
-def _mime(output: dict) -> str | None:
+def _mime(output: Mapping) -> str | None:
     meta = output.get("metadata") or {}
     return next((m for m in EIT_MIMES if m in meta), None)
+
+
+def _outputs(name: str, value) -> list[Mapping]:
+    """A cell's outputs (nbformat dicts), checked: each a dict, its metadata and data dicts."""
+    outputs = _list(name, value, "notebook outputs")
+    for i, o in enumerate(outputs):
+        _record(f"{name}[{i}]", o, "a notebook output")
+        for key in ("metadata", "data"):
+            if o.get(key) is not None and not isinstance(o[key], Mapping):
+                raise TypeError(f"{name}[{i}][{key!r}] must be a dict, got "
+                                f"{type(o[key]).__name__}")
+    return outputs
 
 
 def compare_outputs(ref: Sequence[dict], new: Sequence[dict], where: str) -> Comparison:
@@ -222,6 +308,8 @@ def compare_outputs(ref: Sequence[dict], new: Sequence[dict], where: str) -> Com
     A difference in the rendered text of an eit output whose records agree is listed under
     ``tolerated`` (it passed only thanks to the statistical comparison).
     """
+    where = _where(where)
+    ref, new = _outputs("ref", ref), _outputs("new", new)
     out = Comparison()
     ra = [o for o in ref if _mime(o)]
     na = [o for o in new if _mime(o)]
@@ -242,7 +330,8 @@ def compare_outputs(ref: Sequence[dict], new: Sequence[dict], where: str) -> Com
             if ma != mb:
                 res.problems.append(f"{label}: criterion {ma!r} became {mb!r}")
         out.extend(res)
-        if res.ok and a.get("data", {}).get("text/plain") != b.get("data", {}).get("text/plain"):
+        if res.ok and (a.get("data") or {}).get("text/plain") != (b.get("data") or {}).get(
+                "text/plain"):
             out.tolerated.append(f"{label}: rendered text differs, records agree")
     return out
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import linregress
 
+from ..core import validate as v
 from .stats import Estimate
 
 __all__ = ["slope_weights", "slope_of", "sample_slope"]
@@ -36,24 +37,41 @@ def slope_weights(x) -> np.ndarray:
     >>> w.tolist(), float(w @ [1.0, 3.0, 5.0])
     ([-0.5, 0.0, 0.5], 2.0)
     """
-    xs = np.asarray(x, dtype=float)
-    if xs.ndim != 1 or xs.size < 2 or not np.isfinite(xs).all():
-        raise ValueError(f"x must be at least 2 finite numbers, got {x!r}")
-    with np.errstate(over="ignore", invalid="ignore"):
-        centred = xs - xs.mean()
-        ss = (centred**2).sum()
-    if not (np.isfinite(centred).all() and math.isfinite(ss)):    # extreme scales: rescale
-        scale = np.abs(xs).max()
-        z = xs / scale
-        zc = z - z.mean()
-        return zc / (zc**2).sum() / scale if (zc**2).sum() > 0 else _constant(x)
+    xs = _vector("x", x, 2)
+    # on the scale of max |x| (a power of 2: exact), so that the squares neither overflow
+    # nor underflow
+    scale = _power_of_two(xs)
+    if scale == 0:
+        _constant(x)
+    z = xs / scale
+    zc = z - z.mean()
+    ss = float((zc**2).sum())
     if not ss > 0:
         _constant(x)
-    return centred / ss
+    w = zc / ss / scale
+    if not np.isfinite(w).all():
+        raise ValueError("x is spread too little for its scale: the slope weights overflow "
+                         "the floating-point range; rescale x")
+    return w
 
 
 def _constant(x):
     raise ValueError(f"x must not be constant, got {x!r}")
+
+
+def _power_of_two(a: np.ndarray) -> float:
+    """A power of 2 in ``(m / 2, m]`` with ``m = max |a|`` (0 for zeros): dividing by it is
+    exact."""
+    top = float(np.abs(a).max())
+    return 0.0 if top == 0 else math.ldexp(1.0, math.frexp(top)[1] - 1)
+
+
+def _vector(name: str, value, min_size: int) -> np.ndarray:
+    """A finite one-dimensional real array of at least ``min_size`` entries, as float64."""
+    if hasattr(value, "detach"):                                  # a torch tensor
+        value = value.detach().cpu().numpy()
+    v.array(name, value, ndim=1, min_size=min_size)
+    return np.asarray(value, dtype=float)
 
 
 def slope_of(x, estimates: Sequence[Estimate], *, df: float | None) -> Estimate:
@@ -85,6 +103,9 @@ def slope_of(x, estimates: Sequence[Estimate], *, df: float | None) -> Estimate:
     >>> round(e.value, 6), round(e.se, 4), e.df
     (2.0, 0.1414, 9.0)
     """
+    if isinstance(estimates, (str, bytes, Estimate)) or not isinstance(estimates, Sequence):
+        raise TypeError(f"estimates must be a sequence of Estimates, got "
+                        f"{type(estimates).__name__}")
     ests = list(estimates)
     for i, e in enumerate(ests):
         if not isinstance(e, Estimate):
@@ -105,18 +126,20 @@ def sample_slope(x, y) -> Estimate:
     >>> round(e.value, 6), e.n, e.df
     (1.0, 6, 4.0)
     """
-    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if xs.ndim != 1 or xs.shape != ys.shape or xs.size < 3:
+    xs, ys = _vector("x", x, 3), _vector("y", y, 3)
+    if xs.shape != ys.shape:
         raise ValueError(f"x and y must be 1-d of equal length >= 3, got shapes {xs.shape} "
                          f"and {ys.shape}")
     if not (np.isfinite(xs).all() and np.isfinite(ys).all()):
         raise ValueError("x and y must be finite")
     if xs.min() == xs.max():
         raise ValueError("x must not be constant")
+    # fitted on the scales of max |x| and max |y| (powers of 2: exact), then scaled back
+    sx, sy = _power_of_two(xs), _power_of_two(ys) or 1.0
     with np.errstate(all="ignore"):
-        fit = linregress(xs, ys)
-    slope, se = float(fit.slope), float(fit.stderr)
+        fit = linregress(xs / sx, ys / sy)
+        slope, se = float(fit.slope) * sy / sx, float(fit.stderr) * sy / sx
     if not (math.isfinite(slope) and math.isfinite(se)):
-        raise ValueError("x and y are too large for a least-squares slope in floating point "
-                         "(it overflows); rescale them")
+        raise ValueError("x and y are too far apart in scale for a least-squares slope in "
+                         "floating point (it overflows); rescale them")
     return Estimate(slope, se, xs.size, df=xs.size - 2)

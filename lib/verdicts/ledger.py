@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..core.paths import book_root
@@ -29,9 +31,23 @@ FIELDS = ("schema", "id", "paper", "claim", "statement", "outcome", "scope", "ki
           "measured", "evidence", "correction", "criterion", "test", "values")
 
 
+def _root(root) -> Path:
+    """The book's root (default: this checkout's), a directory with a ``chapters`` folder."""
+    if root is None:
+        return book_root()
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root must be a path (str or os.PathLike) or None, got "
+                        f"{type(root).__name__}")
+    root = Path(root)
+    if not (root / "chapters").is_dir():
+        raise ValueError(f"root must be the book's root directory (with a chapters/ folder), "
+                         f"got {str(root)!r}")
+    return root
+
+
 def chapter_notebooks(root: Path | None = None) -> list[Path]:
     """The executed chapter notebooks, in path order."""
-    root = book_root() if root is None else root
+    root = _root(root)
     return sorted(p for p in (root / "chapters").rglob("*.ipynb")
                   if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts)
 
@@ -54,19 +70,22 @@ def normalize(record: dict) -> dict:
         If the record is not of schema 2, names an unknown outcome, scope or kind, or lacks a
         field.
     """
+    if not isinstance(record, Mapping):
+        raise TypeError(f"record must be a verdict record (a dict), got "
+                        f"{type(record).__name__}")
     schema = record.get("schema")
     if schema != 2:
-        raise ValueError(f"verdict records must be of schema 2, got schema {schema!r}: "
+        raise ValueError(f"record must be a verdict record of schema 2, got schema {schema!r}: "
                          "re-execute the chapter")
     missing = {"id", "paper", "claim", "statement", "outcome", "scope", "kind"} - set(record)
     if missing:
-        raise ValueError(f"schema-2 record without {sorted(missing)}: {record!r}")
+        raise ValueError(f"record of schema 2 without {sorted(missing)}: {record!r}")
     out = {"schema": 2, "evidence": "", "correction": "", "criterion": {}, "test": {},
            "values": [], "theory": "", "measured": ""}
     out.update({k: record[k] for k in FIELDS if k in record})
     for name, allowed in (("outcome", OUTCOMES), ("scope", SCOPES), ("kind", KINDS)):
         if out[name] not in allowed:
-            raise ValueError(f"{name} must be one of {allowed}, got {out[name]!r}")
+            raise ValueError(f"record: {name} must be one of {allowed}, got {out[name]!r}")
     return {k: out[k] for k in FIELDS}
 
 
@@ -78,7 +97,7 @@ def verdicts(root: Path | None = None) -> list[dict]:
     re-run agreement probability and the distance to the nearest threshold; None for records
     that no random draw decides or whose decision it does not model).
     """
-    root = book_root() if root is None else root
+    root = _root(root)
     records = []
     for path in chapter_notebooks(root):
         nb = json.loads(path.read_text())
@@ -102,6 +121,17 @@ def summary(records: list[dict]) -> dict:
     Returns ``{"total", "consistency", "outcomes": {outcome: n}}``; a consistency check is never
     counted under its outcome (it cannot fail, so it confirms nothing).
     """
+    if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Sequence):
+        raise TypeError(f"records must be a list of verdict records, got "
+                        f"{type(records).__name__}")
+    for i, r in enumerate(records):
+        if not isinstance(r, Mapping):
+            raise TypeError(f"records[{i}] must be a verdict record (a dict), got "
+                            f"{type(r).__name__}")
+        for name, allowed in (("kind", KINDS), ("outcome", OUTCOMES)):
+            if r.get(name) not in allowed:
+                raise ValueError(f"records[{i}][{name!r}] must be one of {allowed}, got "
+                                 f"{r.get(name)!r}")
     checked = [r for r in records if r["kind"] != CONSISTENCY]
     counts = Counter(r["outcome"] for r in checked)
     return {"total": len(records), "consistency": len(records) - len(checked),
@@ -113,7 +143,7 @@ def status(root: Path | None = None) -> list[dict]:
 
     Also ``verdicts``: the chapter's counts (:func:`summary`) and ``part``.
     """
-    root = book_root() if root is None else root
+    root = _root(root)
     by_chapter: dict[str, list[dict]] = {}
     for r in verdicts(root):
         by_chapter.setdefault(r["chapter"], []).append(r)
@@ -129,10 +159,17 @@ def status(root: Path | None = None) -> list[dict]:
 
 def export(root: Path | None = None) -> dict:
     """The ledger as one JSON-ready dict: ``{"schema", "verdicts", "status"}``."""
+    root = _root(root)
     return {"schema": 2, "verdicts": verdicts(root), "status": status(root)}
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Write the ledger of this checkout's book as JSON (``argv``: the command line, without
+    the program's name; None reads ``sys.argv``)."""
+    if argv is not None and (isinstance(argv, (str, bytes)) or not isinstance(argv, Sequence)
+                             or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of str (the command-line arguments) or None, "
+                        f"got {argv!r}")
     parser = argparse.ArgumentParser(description="Export the claims ledger as JSON.")
     parser.add_argument("output", nargs="?", default="-", help="file to write (default stdout)")
     args = parser.parse_args(argv)

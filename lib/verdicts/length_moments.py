@@ -26,6 +26,9 @@ def _log_lengths(name: str, value, ndim: int) -> torch.Tensor:
     value = v.tensor(name, value, ndim=ndim)
     if not bool(torch.isfinite(value).all()):
         raise ValueError(f"{name} contains inf or NaN (a zero length has no log)")
+    if value.shape[-1] < 2:
+        raise ValueError(f"{name} needs at least 2 networks (its last dimension) for a "
+                         f"standard error, got shape {tuple(value.shape)}")
     return value
 
 

@@ -20,12 +20,26 @@ import pytest
 _TOLERATED = "eit_tolerated"
 
 
+def _has(name: str, value, *methods: str, attrs: tuple[str, ...] = ()) -> None:
+    """Refuse an object that is not the pytest object a hook is given (by its interface)."""
+    for m in methods:
+        if not callable(getattr(value, m, None)):
+            raise TypeError(f"{name} must be a pytest {name} (with a {m}() method), got "
+                            f"{type(value).__name__}")
+    for a in attrs:
+        if not hasattr(value, a):
+            raise TypeError(f"{name} must be a pytest {name} (with a {a!r} attribute), got "
+                            f"{type(value).__name__}")
+
+
 def pytest_addoption(parser):
+    _has("parser", parser, "addoption")
     parser.addoption("--eit-strict", action="store_true", default=False,
                      help="compare every notebook output bitwise (nbval's own comparison)")
 
 
 def pytest_configure(config):
+    _has("config", config, "getoption")
     try:
         from nbval import plugin as nbval_plugin
     except ImportError:  # nbval not installed: nothing to wrap
@@ -59,9 +73,14 @@ def pytest_configure(config):
 
 
 def pytest_runtest_logreport(report):
+    _has("report", report, attrs=("when", "nodeid"))
     if report.when != "call":
         return
-    for key, value in getattr(report, "user_properties", []):
+    props = getattr(report, "user_properties", None) or []
+    if isinstance(props, (str, bytes)) or not isinstance(props, (list, tuple)):
+        raise TypeError(f"report.user_properties must be a list of (name, value) pairs, got "
+                        f"{type(props).__name__}")
+    for key, value in props:
         if key == _TOLERATED:
             store = getattr(pytest, "_eit_tolerated", None)
             if store is None:
@@ -70,6 +89,11 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    _has("terminalreporter", terminalreporter, "section", "write_line")
+    if isinstance(exitstatus, bool) or not isinstance(exitstatus, int):
+        raise TypeError(f"exitstatus must be an int (pytest's exit code), got "
+                        f"{type(exitstatus).__name__}")
+    _has("config", config, "getoption")
     store = getattr(pytest, "_eit_tolerated", [])
     if not store:
         return

@@ -31,7 +31,16 @@ def _log_ratio(log_ratio, ndim: int) -> torch.Tensor:
                          f"{tuple(log_ratio.shape)}")
     if not bool(torch.isfinite(log_ratio).all()):
         raise ValueError("log_ratio contains inf or NaN (a zero norm has no ratio)")
+    if log_ratio.shape[-2] < 2 or log_ratio.shape[-1] < 1:
+        raise ValueError(f"log_ratio needs at least 2 networks and 1 input (its last two "
+                         f"dimensions), got shape {tuple(log_ratio.shape)}")
     return log_ratio
+
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
 
 
 def mean_square_ratio(log_ratio: torch.Tensor, *, batches: int | None = None) -> Estimate:
@@ -114,6 +123,7 @@ def mean_square_profile(log_ratio: torch.Tensor, *, backward: bool = False,
     ([4.0, 16.0], [4.0, 4.0])
     """
     log_ratio = _log_ratio(log_ratio, 3)
+    backward = _flag("backward", backward)
     if log_ratio.shape[0] < 2:
         raise ValueError(f"log_ratio needs at least 2 rows, got shape {tuple(log_ratio.shape)}")
     ms = mean_square_ratios(log_ratio, batches=batches)
@@ -186,6 +196,8 @@ def profile(log_ratio: torch.Tensor, factor_law: Sequence, *, label: str, row0: 
         raise TypeError(f"label must be a str, got {type(label).__name__}")
     if isinstance(row0, bool) or not isinstance(row0, int):
         raise TypeError(f"row0 must be an int, got {type(row0).__name__}")
+    if row0 < 0:
+        raise ValueError(f"row0 must be >= 0 (a row index), got {row0}")
     if isinstance(factor_law, (str, bytes)) or not isinstance(factor_law, Sequence):
         raise TypeError(f"factor_law must be a sequence of one factor per layer, got "
                         f"{type(factor_law).__name__}")
@@ -195,8 +207,12 @@ def profile(log_ratio: torch.Tensor, factor_law: Sequence, *, label: str, row0: 
                          f"{len(factor_law)}")
     factor_floats = [_law(f"factor_law[{i}]", f) for i, f in enumerate(factor_law)]
     # the running products stay exact (SymPy, fractions) until the conversion below
+    try:
+        running = cumulative_law(list(factor_law), backward=backward)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"factor_law: {err}") from err
     curve_law = [_law(f"the running product of factor_law (row {i})", f)
-                 for i, f in enumerate(cumulative_law(list(factor_law), backward=backward))]
+                 for i, f in enumerate(running)]
     return Profile(curve, curve_law, factors, factor_floats, label,
                    row0 + (0 if backward else 1))
 
@@ -230,6 +246,9 @@ def pooled(profiles: Sequence[Profile], part: str) -> dict:
     """
     if part not in ("curve", "factors"):
         raise ValueError(f"part must be 'curve' or 'factors', got {part!r}")
+    if isinstance(profiles, (str, bytes, Profile)) or not isinstance(profiles, Sequence):
+        raise TypeError(f"profiles must be a sequence of Profiles, got "
+                        f"{type(profiles).__name__}")
     profiles = list(profiles)
     for i, p in enumerate(profiles):
         if not isinstance(p, Profile):

@@ -101,21 +101,22 @@ def value_record(value) -> dict:
         return {"type": "exact", "value": value}
     if isinstance(value, sp.Basic):
         if value.has(sp.nan, sp.zoo):
-            raise ValueError(f"an exact value may not be NaN or complex infinity: {value}")
+            raise ValueError(f"value: an exact value may not be NaN or complex infinity: "
+                             f"{value}")
         return {"type": "exact", "value": sp.sstr(value)}
     if isinstance(value, (float, np.floating)):
         raise TypeError(
-            f"a bare float ({value!r}) is ambiguous: wrap a Monte Carlo number as "
-            "stats.Estimate (with its standard error) or stats.Statistic, and a closed-form "
+            f"value is a bare float ({value!r}), which is ambiguous: wrap a Monte Carlo number "
+            "as stats.Estimate (with its standard error) or stats.Statistic, and a closed-form "
             "number as records.Exact")
     raise TypeError(f"cannot record a value of type {type(value).__name__}")
 
 
 def render_value(value) -> str:
     """Plain text of one value, with only converged digits."""
+    value_record(value)  # validates (a SymPy NaN or complex infinity too)
     if isinstance(value, sp.Basic):
         return sp.sstr(value)
-    value_record(value)  # validates
     return str(value)
 
 
@@ -124,6 +125,8 @@ _MATH = re.compile(r"\$([^$]+)\$")
 
 def tex_to_html(text: str) -> str:
     """Escape ``text`` for HTML, turning ``$...$`` into inline math that MathJax typesets."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
     out, last = [], 0
     for m in _MATH.finditer(text):
         out.append(html.escape(text[last:m.start()]))

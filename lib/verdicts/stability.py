@@ -96,12 +96,29 @@ class _Point:
         return _prob(lo, hi, self.e, self.s)
 
 
+def _num(rec: Mapping, key: str, where: str = "record['values']") -> float:
+    """A finite stored number."""
+    if key not in rec:
+        raise ValueError(f"{where}: an entry lacks {key!r}")
+    x = rec[key]
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"{where}[{key!r}] must be a real number, got {type(x).__name__}")
+    if not math.isfinite(x):
+        raise ValueError(f"{where}[{key!r}] must be finite, got {x}")
+    return float(x)
+
+
 def _estimate(v: Mapping) -> Estimate:
-    return Estimate(float(v["value"]), float(v["se"]), int(v["n"]), v.get("df"))
+    n, df = v.get("n"), v.get("df")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"record['values']['n'] must be an int, got {type(n).__name__}")
+    if df is not None:
+        df = _num(v, "df")
+    return Estimate(_num(v, "value"), _num(v, "se"), n, df)
 
 
 def _margin(crit: Mapping, t: float) -> float:
-    m = float(crit["margin"])
+    m = _num(crit, "margin", "record['criterion']")
     return m * abs(t) if crit.get("relative") else m
 
 
@@ -119,7 +136,8 @@ def _agreement(record: Mapping) -> Stability | None:
     rows = [v for v in record["values"] if v.get("type") == "estimate" and "theory" in v]
     if not rows or len(rows) != test.get("family"):
         return None
-    k, alpha, exact_law = len(rows), float(crit["alpha"]), bool(crit.get("exact_law"))
+    k, exact_law = len(rows), bool(crit.get("exact_law"))
+    alpha = _num(crit, "alpha", "record['criterion']")
     pts, conf, keep, corr_conf = [], 1.0, 1.0, 1.0
     joint = 1.0            # corrected confirmed and printed kept, on the same re-run
     narrow = True
@@ -127,7 +145,7 @@ def _agreement(record: Mapping) -> Stability | None:
         e = _estimate(v)
         if not e.se > 0:
             return None
-        h, t = e.critical(alpha / k, sides=2) * e.se, float(v["theory"])
+        h, t = e.critical(alpha / k, sides=2) * e.se, _num(v, "theory")
         narrow &= not exact_law or h <= _margin(crit, t)
         (c_lo, c_hi), (k_lo, k_hi) = _events(crit, t, h)
         pt = _Point(v.get("name", ""), e.value, e.se, [c_lo, c_hi, k_lo, k_hi])
@@ -135,10 +153,10 @@ def _agreement(record: Mapping) -> Stability | None:
         conf *= pt.p(c_lo, c_hi)
         keep *= pt.p(k_lo, k_hi)
         if "corrected" in v:
-            (a_lo, a_hi), _ = _events(crit, float(v["corrected"]), h)
+            (a_lo, a_hi), _ = _events(crit, _num(v, "corrected"), h)
             # an exact corrected law is the claim confirmed: re-runs are drawn around it
             # with the run's own error; otherwise the predictive law around e_i
-            centre, law_se = ((float(v["corrected"]), e.se / math.sqrt(2.0)) if exact_law
+            centre, law_se = ((_num(v, "corrected"), e.se / math.sqrt(2.0)) if exact_law
                               else (e.value, e.se))
             corr_conf *= _prob(a_lo, a_hi, centre, law_se)
             joint *= _prob(max(a_lo, k_lo), min(a_hi, k_hi), centre, law_se)
@@ -164,13 +182,13 @@ def _one_sided(record: Mapping, upper: bool) -> Stability | None:
     rows = [v for v in record["values"] if v.get("type") == "estimate" and "bound" in v]
     if not rows or len(rows) != test.get("family"):
         return None
-    k, alpha = len(rows), float(crit["alpha"])
+    k, alpha = len(rows), _num(crit, "alpha", "record['criterion']")
     pts, conf, keep = [], 1.0, 1.0
     for v in rows:
         e = _estimate(v)
         if not e.se > 0:
             return None
-        h, b = e.critical(alpha / k, sides=1) * e.se, float(v["bound"])
+        h, b = e.critical(alpha / k, sides=1) * e.se, _num(v, "bound")
         if upper:                             # cleared: e' <= b - h; violated: e' > b + h
             c_lo, c_hi, k_lo, k_hi = -math.inf, b - h, -math.inf, b + h
         else:                                 # cleared: e' >= b + h; violated: e' < b - h
@@ -186,11 +204,13 @@ def _order(record: Mapping) -> Stability | None:
     crit, test = record["criterion"], record["test"]
     vals = record["values"]
     k = test.get("family")
-    pairs = [(vals[2 * j], vals[2 * j + 1]) for j in range(k or 0)]
-    if not pairs or any(x.get("type") != "estimate" or y.get("type") not in ("estimate",)
-                        for x, y in pairs):
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 < 2 * k <= len(vals):
         return None
-    alpha = float(crit["alpha"])
+    pairs = [(vals[2 * j], vals[2 * j + 1]) for j in range(k)]
+    if any(x.get("type") != "estimate" or y.get("type") not in ("estimate",)
+           for x, y in pairs):
+        return None
+    alpha = _num(crit, "alpha", "record['criterion']")
     pts, conf, keep = [], 1.0, 1.0
     for x, y in pairs:
         d = _estimate(x) - _estimate(y)
@@ -225,6 +245,13 @@ def of_record(record: Mapping) -> Stability | None:
         None for records that no random draw decides (exact, consistency) and for the
         decisions this module does not model (proportions, p-values).
 
+    Raises
+    ------
+    TypeError, ValueError
+        A record that is not a dict, a test record whose criterion, test or values are not
+        the types a check writes, or whose estimates, bounds or theory values are missing or
+        not finite (a NaN is never read as a stable or unstable decision).
+
     Examples
     --------
     >>> rec = {"kind": "test", "outcome": "confirmed",
@@ -236,10 +263,24 @@ def of_record(record: Mapping) -> Stability | None:
     >>> round(s.distance, 2), round(s.probability, 4), s.stable
     (4.58, 0.9994, True)
     """
-    if record.get("kind") != "test" or not isinstance(record.get("test"), Mapping):
+    if not isinstance(record, Mapping):
+        raise TypeError(f"record must be a verdict record (a dict), got {type(record).__name__}")
+    if record.get("kind") != "test":
         return None
+    for key in ("test", "criterion"):
+        if not isinstance(record.get(key, {}), Mapping):
+            raise TypeError(f"record[{key!r}] must be a dict, got "
+                            f"{type(record[key]).__name__}")
+    values = record.get("values", [])
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, (list, tuple)):
+        raise TypeError(f"record['values'] must be a list of value records, got "
+                        f"{type(values).__name__}")
+    for i, v in enumerate(values):
+        if not isinstance(v, Mapping):
+            raise TypeError(f"record['values'][{i}] must be a value record (a dict), got "
+                            f"{type(v).__name__}")
     crit = record.get("criterion") or {}
-    statistic = record["test"].get("statistic")
+    statistic = (record.get("test") or {}).get("statistic")
     try:
         if crit.get("criterion") == "Agreement" and statistic == "max |t|":
             return _agreement(record)
@@ -247,6 +288,10 @@ def of_record(record: Mapping) -> Stability | None:
             return _one_sided(record, upper=str(record.get("theory", "")).startswith("<="))
         if statistic == "one-sided difference test":
             return _order(record)
-    except (KeyError, TypeError, ValueError):
-        return None
+    except KeyError as err:
+        raise ValueError(f"record lacks {err} for its statistic {statistic!r}") from None
+    except ValueError as err:
+        if str(err).startswith("record"):          # already names the record's field
+            raise
+        raise ValueError(f"record holds a value that is not valid: {err}") from err
     return None

@@ -93,9 +93,13 @@ def significant(value: float, se: float, digits: int = 2) -> str:
     >>> significant(1234.5, 56.0)
     '1234'
     """
+    value, se = _real("value", value), _real("se", se)
     if not math.isfinite(value):
-        return str(value)
-    if not math.isfinite(se) or se <= 0:
+        raise ValueError(f"value must be finite, got {value}")
+    if not math.isfinite(se) or se < 0:
+        raise ValueError(f"se must be finite and >= 0, got {se}")
+    digits = _count("digits", digits, 1)
+    if se == 0:
         return f"{value:.6g}"
     decimals = max(0, digits - 1 - math.floor(math.log10(se)))
     return f"{value:.{decimals}f}"
@@ -297,6 +301,23 @@ def _array(name: str, samples) -> np.ndarray:
     return arr
 
 
+def _power_of_two(top: float) -> float:
+    """A power of 2 in ``(top / 2, top]`` for ``top > 0`` (1 for 0): dividing by it is exact."""
+    return 1.0 if top == 0 else math.ldexp(1.0, math.frexp(top)[1] - 1)
+
+
+def _mean_sd(arr: np.ndarray) -> tuple[float, float]:
+    """Mean and sample sd (ddof 1) of a finite array, on the scale of max |arr|.
+
+    Dividing by a power of 2 is exact, so that the result is the plain one wherever that
+    is representable; at extreme scales the squares neither overflow nor underflow to 0.
+    """
+    c = _power_of_two(float(np.abs(arr).max()))
+    z = arr / c
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(z.mean()) * c, float(z.std(ddof=1)) * c
+
+
 def mean(samples) -> Estimate:
     """Sample mean of independent samples, with standard error s/sqrt(n) and df = n - 1.
 
@@ -307,8 +328,8 @@ def mean(samples) -> Estimate:
     (2.5, 0.6455, 4, 3.0)
     """
     arr = _array("samples", samples)
-    with np.errstate(over="ignore", invalid="ignore"):
-        m, se = float(arr.mean()), float(arr.std(ddof=1) / math.sqrt(arr.size))
+    m, sd = _mean_sd(arr)
+    se = sd / math.sqrt(arr.size)
     if not (math.isfinite(m) and math.isfinite(se)):
         raise ValueError("samples are too large for a mean and its standard error in floating "
                          "point (they overflow); rescale them (e.g. take logs)")
@@ -362,11 +383,12 @@ def median(samples, *, n_boot: int = 2000, seed: int = 0) -> Estimate:
     """
     arr = _array("samples", samples)
     n_boot = _count("n_boot", n_boot, 100)
+    seed = _count("seed", seed, 0)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, arr.size, size=(n_boot, arr.size))
     with np.errstate(over="ignore", invalid="ignore"):
         boot = np.median(arr[idx], axis=1)
-        m, se = float(np.median(arr)), float(boot.std(ddof=1))
+        m, se = float(np.median(arr)), _mean_sd(boot)[1]
     if not (math.isfinite(m) and math.isfinite(se)):
         raise ValueError("samples are too large for a median and its bootstrap error in "
                          "floating point; rescale them (e.g. take logs)")
@@ -380,7 +402,7 @@ def mean_se(samples: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")
     if not -samples.ndim <= dim < samples.ndim:
-        raise ValueError(f"dim must lie in [{-samples.ndim}, {samples.ndim}) for a tensor of "
+        raise ValueError(f"dim must lie in [{-samples.ndim}, {samples.ndim}) for samples of "
                          f"shape {tuple(samples.shape)}, got {dim}")
     if samples.is_complex() or not samples.is_floating_point():
         raise TypeError(f"samples must be a real floating-point tensor, got {samples.dtype}")
@@ -389,7 +411,18 @@ def mean_se(samples: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor
     n = samples.shape[dim]
     if n < 2:
         raise ValueError(f"samples needs at least 2 entries along dim {dim}, got {n}")
-    return samples.mean(dim), samples.std(dim) / math.sqrt(n)
+    # on the scale of max |samples| along dim, a power of 2 (exact): at extreme scales the
+    # squares of the deviations neither overflow nor underflow to 0
+    top = samples.abs().amax(dim, keepdim=True)
+    c = torch.ldexp(torch.ones_like(top), torch.frexp(top).exponent - 1)
+    c = torch.where(top > 0, c, torch.ones_like(top))
+    z = samples / c
+    c = c.squeeze(dim)
+    m, se = z.mean(dim) * c, z.std(dim) * c / math.sqrt(n)
+    if not bool(torch.isfinite(m).all() & torch.isfinite(se).all()):
+        raise ValueError("samples are too large for a mean and its standard error in "
+                         "floating point (they overflow); rescale them (e.g. take logs)")
+    return m, se
 
 
 @dataclass(frozen=True)
@@ -613,12 +646,17 @@ def paired_difference(a: Iterable[float], b: Iterable[float]) -> Estimate:
     >>> round(d.value, 6), d.n
     (0.3, 2)
     """
-    a, b = list(a), list(b)
+    a, b = _values("a", a), _values("b", b)
     n = min(len(a), len(b))
-    if n < 1:
-        raise ValueError(f"a and b must both hold at least one value, got {len(a)} and "
-                         f"{len(b)}")
-    return mean([x - y for x, y in zip(a[:n], b[:n])])
+    if n < 2:
+        raise ValueError(f"a and b must both hold at least 2 values (pairs, for a standard "
+                         f"error), got {len(a)} and {len(b)}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = a[:n] - b[:n]
+    if not np.isfinite(d).all():
+        raise ValueError("a and b are too large for their differences in floating point (they "
+                         "overflow); rescale them")
+    return mean(d)
 
 
 def from_summary(means, sds, n: int) -> list[Estimate]:
@@ -645,8 +683,8 @@ def from_summary(means, sds, n: int) -> list[Estimate]:
     >>> [e.se for e in from_summary([1.0, 2.0], [0.5, 1.0], 4)]
     [0.25, 0.5]
     """
-    m, s = np.asarray(means, dtype=float), np.asarray(sds, dtype=float)
-    if m.ndim != 1 or m.shape != s.shape:
+    m, s = _values("means", means), _values("sds", sds)
+    if m.shape != s.shape:
         raise ValueError(f"means and sds must be one-dimensional of equal length, got "
                          f"shapes {m.shape} and {s.shape}")
     if not (np.isfinite(m).all() and np.isfinite(s).all()) or (s < 0).any():
@@ -694,12 +732,22 @@ def frequency_estimate(frequency: Proportion, probability: float) -> Estimate:
 
 
 def _sample(name: str, values) -> np.ndarray:
-    a = np.asarray(values, dtype=float).ravel()
-    if a.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} contains inf or NaN")
-    return a
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    v.array(name, values)
+    return np.asarray(values, dtype=float).ravel()
+
+
+def _values(name: str, values) -> np.ndarray:
+    """A one-dimensional array of finite real numbers (a list, an array, a tensor, or any
+    iterable of numbers), as float64."""
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    elif not isinstance(values, (np.ndarray, Sequence, str, bytes)) and isinstance(
+            values, Iterable):
+        values = list(values)
+    v.array(name, values, ndim=1, min_size=0)
+    return np.asarray(values, dtype=float)
 
 
 def mann_whitney(x, y, alternative: str = "greater") -> tuple[Statistic, float]:
@@ -718,7 +766,8 @@ def mann_whitney(x, y, alternative: str = "greater") -> tuple[Statistic, float]:
         ``U / (n1 n2)``, with U the statistic of ``x``: an estimate of
         ``P(X > Y) + P(X = Y) / 2``.
     p_value : float
-        Of the test in the direction of ``alternative``.
+        Of the test in the direction of ``alternative``; 1 when every value of ``x`` and
+        ``y`` is tied (the statistic is then 1/2: no evidence either way, never a detection).
 
     References
     ----------
@@ -735,6 +784,9 @@ def mann_whitney(x, y, alternative: str = "greater") -> tuple[Statistic, float]:
         raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got "
                          f"{alternative!r}")
     a, b = _sample("x", x), _sample("y", y)
+    both = np.concatenate([a, b])
+    if both.min() == both.max():     # all tied: no evidence either way, never a detection
+        return Statistic(0.5), 1.0
     res = _st.mannwhitneyu(a, b, alternative=alternative)
     return Statistic(float(res.statistic) / (a.size * b.size)), float(res.pvalue)
 
@@ -777,6 +829,9 @@ def significant_exceedances(estimates: Sequence[Estimate], bounds: Sequence[floa
     >>> significant_exceedances(ests, [1.5, 1.5], side="below").successes
     1
     """
+    for name, value in (("estimates", estimates), ("bounds", bounds)):
+        if isinstance(value, (str, bytes, Estimate)) or not isinstance(value, Sequence):
+            raise TypeError(f"{name} must be a sequence, got {type(value).__name__}")
     estimates, bounds = list(estimates), list(bounds)
     if not estimates:
         raise ValueError("estimates must not be empty")

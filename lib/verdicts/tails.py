@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from ..core import validate as v
@@ -21,12 +22,10 @@ __all__ = ["certified_threshold", "leaves_envelope"]
 
 
 def _samples(samples) -> torch.Tensor:
-    s = torch.as_tensor(samples).detach().reshape(-1)
-    if s.numel() == 0:
-        raise ValueError("samples must not be empty")
-    if not bool(torch.isfinite(s).all()):
-        raise ValueError("samples contains inf or NaN")
-    return s
+    v.array("samples", samples, min_size=1)       # real, finite, not empty (named errors)
+    if not isinstance(samples, torch.Tensor):
+        samples = torch.as_tensor(np.asarray(samples, dtype=float))
+    return samples.detach().reshape(-1)
 
 
 def certified_threshold(samples, delta: float, confidence: float = 0.95) -> float:
@@ -125,10 +124,10 @@ def leaves_envelope(log_sq_ratio: torch.Tensor, steps: Sequence[float],
     tensor([False,  True])
     """
     log_sq_ratio = v.tensor("log_sq_ratio", log_sq_ratio, ndim=2)
-    steps = [v.finite_real("steps", k) for k in steps]
+    steps = v.real_sequence("steps", steps)
     if len(steps) != log_sq_ratio.shape[0]:
-        raise ValueError(f"steps must have one entry per row ({log_sq_ratio.shape[0]}), got "
-                         f"{len(steps)}")
+        raise ValueError(f"steps must have one entry per row of log_sq_ratio "
+                         f"({log_sq_ratio.shape[0]}), got {len(steps)}")
     eps = v.in_interval("eps", eps, 0.0, 1.0)
     k = torch.tensor(steps, dtype=log_sq_ratio.dtype,
                      device=log_sq_ratio.device).unsqueeze(-1)
