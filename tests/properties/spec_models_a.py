@@ -12,6 +12,7 @@ from functools import cache
 import torch
 from hypothesis import strategies as st
 
+from eit.core.device import device
 from eit.core.seeds import generator
 from eit.models import (
     batchnorm,
@@ -330,7 +331,7 @@ SPECS = [
          lambda: {"d": 3, "targets": [0.1, 1.0], "gen": generator(0), "tol": 1e-12},
          {"d": COUNT, "targets": SEQUENCE, "gen": GENERATOR, "tol": POSITIVE}),
     Spec(bn_chain.one_step_decrease,
-         lambda: {"x": _square(), "n_draws": 2, "gen": generator(0)},
+         lambda: {"x": _square().to(device()), "n_draws": 2, "gen": generator(0)},
          {"x": ARRAY, "n_draws": COUNT, "gen": GENERATOR}),
     Spec(bn_chain.first_layer_grad_op_lognorm,
          lambda: {"x0": _x(3, 3), "depths": [1, 2], "n_nets": 2, "gen": generator(0)},
@@ -430,7 +431,7 @@ SPECS = [
     Spec(isometry_lemmas.isometry_gap_logdet, lambda: {"x": _square()}, {"x": ARRAY},
          allow={("x", "degenerate"): _DEG + " (a singular square batch)"}),
     Spec(isometry_lemmas.isometry_lemma_checks,
-         lambda: {"x": _square(), "w": haar_orthogonal(2, 3, 3, gen=generator(0)),
+         lambda: {"x": _square().to(device()), "w": haar_orthogonal(2, 3, 3, gen=generator(0)),
                   "rtol": 1e-9},
          {"x": ARRAY, "w": ARRAY, "rtol": POSITIVE}),
     # --- jacobian_budget ----------------------------------------------------------------------

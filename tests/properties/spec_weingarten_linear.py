@@ -19,6 +19,7 @@ import sympy as sp
 import torch
 from hypothesis import strategies as st
 
+from eit.core.device import device
 from eit.core.seeds import generator
 from eit.exact import weingarten as wg
 from eit.models import linear_resnet as lr
@@ -283,7 +284,8 @@ LINEAR_RESNET = [
          {"d": COUNT, "ell": COUNT, "scale": POSITIVE, "gen": GENERATOR, "batch": INTS}),
     Spec(lr.quasi_instance, lambda: {"d": 2, "ell": 2, "scale": 0.3},
          {"d": COUNT, "ell": COUNT, "scale": POSITIVE}),
-    Spec(lr.sampled_loss, lambda: {**_ars(), "n": 5, "gen": generator(1)},
+    Spec(lr.sampled_loss,       # data on the device where the generator draws
+         lambda: {**{k: t.to(device()) for k, t in _ars().items()}, "n": 5, "gen": generator(1)},
          {**ARS, "n": COUNT, "gen": GENERATOR}),
     Spec(lr.relative_error,
          lambda: {"a": _instance()[0], "b": _instance(seed=1)[0]}, {"a": ARRAY, "b": ARRAY}),
