@@ -197,7 +197,8 @@ def to_arrays(runs: Mapping[tuple[int, str], Budget], dims: Sequence[int]
                              f"{key!r}")
         if not isinstance(budget, Budget):
             raise TypeError(f"runs[{key!r}] must be a Budget, got {type(budget).__name__}")
-    dims = _ints("dims", dims)
+    # no widths (a run that stores none: the default scale) -> no arrays
+    dims = [] if isinstance(dims, (list, tuple)) and len(dims) == 0 else _ints("dims", dims)
 
     def stored(part: str, x) -> np.ndarray:   # the results leave the device here, once
         x = x.detach().cpu() if isinstance(x, torch.Tensor) else x
