@@ -56,7 +56,7 @@ CELLS = [
     "ratio = mean(h.square().sum(-1)[:, 0])\n"
     "Table(['layers', 'E ratio'], [[2, ratio]])",
     "agree('test2026', 'Lemma 1', 'E ratio = 1', theory=1.0, estimate=ratio, criterion=crit,\n"
-    "      scope=PAPER)",
+    "      scope=PAPER, drawn_by=gen)",
     "print('exact:', 2 + 2)",
 ]
 ROOT = Path(__file__).resolve().parent.parent

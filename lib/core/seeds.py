@@ -19,6 +19,7 @@ import os
 import numpy as np
 import torch
 
+from . import provenance
 from .device import device
 
 __all__ = ["seed_offset", "derive", "generator", "numpy_rng"]
@@ -65,9 +66,9 @@ def generator(seed: int) -> torch.Generator:
 
         gen = SimGenerator()
     gen.manual_seed(derive(seed))
-    return gen
+    return provenance.register(gen)
 
 
 def numpy_rng(seed: int) -> np.random.Generator:
     """A NumPy generator seeded with :func:`derive` of ``seed`` (for SciPy and NumPy code)."""
-    return np.random.default_rng(derive(seed))
+    return provenance.register(np.random.default_rng(derive(seed)))

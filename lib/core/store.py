@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import provenance as _prov
 from .device import SCALES, description, paper_path
 from .device import scale as current_scale
 from .paths import book_root, data_dir
@@ -400,8 +401,10 @@ def load_result_from(root: Path, name: str, *, scale: str | None = None,
     if not (npz.exists() or info.exists()):
         raise FileNotFoundError(f"no stored result {name!r} in {root}")
     with _locked(root, shared=True):
-        return _load(root, name, _manifest(root),
-                     expect={"scale": scale, "seed": seed, "command": command})
+        arrays, provenance_ = _load(root, name, _manifest(root),
+                                    expect={"scale": scale, "seed": seed, "command": command})
+    # registered with the cell that read them: a check names them in drawn_by
+    return _prov.register(arrays), _prov.register(provenance_)
 
 
 def _load(root: Path, name: str, listed: dict[str, str] | None, *,

@@ -32,6 +32,7 @@ import sympy as sp
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
 from ..core.device import scale
+from ..core.provenance import check_drawn_after
 from .criteria import Agreement, Detection, Inequality
 from .records import (
     CONFIRMED,
@@ -151,6 +152,15 @@ def _declared_before(criterion, measured) -> None:
                 "of the experiment (and run the notebook from the top)")
 
 
+def _drawn_after(criterion, drawn_by, kind: str) -> None:
+    """Refuse data drawn before the criterion (:func:`eit.core.provenance.check_drawn_after`).
+
+    In a notebook a statistical check must name the sources of its data (``drawn_by``); an
+    exact comparison draws nothing and may name none.
+    """
+    check_drawn_after(criterion.drawn_state, drawn_by, required=kind != EXACT)
+
+
 def _evidence(name: str, estimates: list, single: bool, kind: str,
               exact_hint: str = "compare an exact value with kind='exact'") -> None:
     """Refuse evidence that cannot decide the check.
@@ -208,7 +218,8 @@ def _failed(scope: str) -> str:
 
 
 def _pointwise(paper, claim, statement, scope, *, criterion, criterion_type, kind,
-               measured_name, measured, measured_types, reference_name, reference, labels):
+               measured_name, measured, measured_types, reference_name, reference, labels,
+               drawn_by):
     """The shared preamble of the checks of one measurement per point against a reference.
 
     Validates the head, the criterion (of ``criterion_type``, declared before the
@@ -224,6 +235,7 @@ def _pointwise(paper, claim, statement, scope, *, criterion, criterion_type, kin
     refs = _numbers(reference_name, reference, k)
     labs = _labels(labels, k)
     _declared_before(criterion, items)
+    _drawn_after(criterion, drawn_by, kind)
     if all(isinstance(m, Estimate) for m in items):
         _evidence(measured_name, items, single, kind)
     return kind, items, single, refs, labs
@@ -304,7 +316,8 @@ def _detectable(points: list[_Point], crit: Agreement) -> float:
 
 def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion: Agreement,
           scope: str, labels: Sequence[str] | None = None, corrected=None,
-          correction: str = "", values: Mapping | None = None, kind: str = TEST) -> Verdict:
+          correction: str = "", values: Mapping | None = None, kind: str = TEST,
+          drawn_by=None) -> Verdict:
     """Estimates against a claimed value (one point or a curve of points).
 
     Parameters
@@ -331,6 +344,11 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
         example draws of an exact law against a value the law is known to give): recorded,
         never counted as a confirmation. Both need estimates with a positive standard
         error. EXACT only for exact values given as estimates with ``se = 0``.
+    drawn_by : source or sequence of sources, optional
+        What drew the data (generators of :mod:`eit.core.seeds`, data read by
+        :func:`eit.core.store.load_result`, :func:`eit.core.provenance.measured` tokens);
+        required in a notebook (not for ``kind=EXACT``): each must have drawn after the
+        criterion was declared (:func:`eit.core.provenance.check_drawn_after`).
 
     Returns
     -------
@@ -356,7 +374,7 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
     kind, estimates, single, theories, labs = _pointwise(
         paper, claim, statement, scope, criterion=criterion, criterion_type=Agreement,
         kind=kind, measured_name="estimate", measured=estimate, measured_types=Estimate,
-        reference_name="theory", reference=theory, labels=labels)
+        reference_name="theory", reference=theory, labels=labels, drawn_by=drawn_by)
     k = len(estimates)
     correction = _correction(correction)
     if corrected is not None:
@@ -422,11 +440,11 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
 
 # -- inequalities ----------------------------------------------------------------------------
 def _one_sided(paper, claim, statement, *, estimate, bound_, criterion, scope, labels, kind,
-               values, upper: bool) -> Verdict:
+               values, upper: bool, drawn_by) -> Verdict:
     kind, estimates, single, bounds, labs = _pointwise(
         paper, claim, statement, scope, criterion=criterion, criterion_type=Inequality,
         kind=kind, measured_name="estimate", measured=estimate, measured_types=Estimate,
-        reference_name="bound", reference=bound_, labels=labels)
+        reference_name="bound", reference=bound_, labels=labels, drawn_by=drawn_by)
     k = len(estimates)
     rows = []
     for i, (lab, e, b) in enumerate(zip(labs, estimates, bounds, strict=True)):
@@ -477,12 +495,13 @@ def _one_sided(paper, claim, statement, *, estimate, bound_, criterion, scope, l
 
 def at_most(paper: str, claim: str, statement: str, *, estimate, bound, criterion: Inequality,
             scope: str, labels: Sequence[str] | None = None, kind: str = TEST,
-            values: Mapping | None = None) -> Verdict:
+            values: Mapping | None = None, drawn_by=None) -> Verdict:
     """A claimed upper bound ``E <= bound`` on estimated quantities (one or several points).
 
     Confirmed when every one-sided upper interval end is at or below its bound (the margin is
     recorded), refuted when a lower end is above it, inconclusive otherwise. A bound cleared
-    by more than a factor 100 is recorded as a consistency check.
+    by more than a factor 100 is recorded as a consistency check. ``drawn_by`` names what
+    drew the data (see :func:`agree`).
 
     Examples
     --------
@@ -494,21 +513,21 @@ def at_most(paper: str, claim: str, statement: str, *, estimate, bound, criterio
     """
     return _one_sided(paper, claim, statement, estimate=estimate, bound_=bound,
                       criterion=criterion, scope=scope, labels=labels, kind=kind,
-                      values=values, upper=True)
+                      values=values, upper=True, drawn_by=drawn_by)
 
 
 def at_least(paper: str, claim: str, statement: str, *, estimate, bound, criterion: Inequality,
              scope: str, labels: Sequence[str] | None = None, kind: str = TEST,
-             values: Mapping | None = None) -> Verdict:
+             values: Mapping | None = None, drawn_by=None) -> Verdict:
     """A claimed lower bound ``E >= bound`` (see :func:`at_most`)."""
     return _one_sided(paper, claim, statement, estimate=estimate, bound_=bound,
                       criterion=criterion, scope=scope, labels=labels, kind=kind,
-                      values=values, upper=False)
+                      values=values, upper=False, drawn_by=drawn_by)
 
 
 def bound(paper: str, claim: str, statement: str, *, bound, failures, criterion: Inequality,
           scope: str, labels: Sequence[str] | None = None, kind: str = TEST,
-          values: Mapping | None = None) -> Verdict:
+          values: Mapping | None = None, drawn_by=None) -> Verdict:
     """A claimed upper bound on a probability, against counted failures.
 
     Parameters
@@ -517,6 +536,8 @@ def bound(paper: str, claim: str, statement: str, *, bound, failures, criterion:
         The claimed bound on P(failure), one per point, in [0, 1].
     failures : Proportion or sequence of Proportion
         The observed failure counts.
+    drawn_by : source or sequence of sources, optional
+        What drew the trials (see :func:`agree`); required in a notebook.
 
     Returns
     -------
@@ -528,7 +549,7 @@ def bound(paper: str, claim: str, statement: str, *, bound, failures, criterion:
     kind, props, single, bounds, labs = _pointwise(
         paper, claim, statement, scope, criterion=criterion, criterion_type=Inequality,
         kind=kind, measured_name="failures", measured=failures, measured_types=Proportion,
-        reference_name="bound", reference=bound, labels=labels)
+        reference_name="bound", reference=bound, labels=labels, drawn_by=drawn_by)
     if kind == EXACT:
         raise ValueError("kind='exact' is not for counts of random trials: use kind='test' "
                          "(or holds() for a count from an exact computation)")
@@ -572,8 +593,8 @@ def bound(paper: str, claim: str, statement: str, *, bound, failures, criterion:
 
 
 def order(paper: str, claim: str, statement: str, *, larger, smaller, criterion: Inequality,
-          scope: str, labels: Sequence[str] | None = None, values: Mapping | None = None
-          ) -> Verdict:
+          scope: str, labels: Sequence[str] | None = None, values: Mapping | None = None,
+          drawn_by=None) -> Verdict:
     """The claim ``larger > smaller`` (for every pair given), from independent measurements.
 
     Estimates are compared by their difference (Welch t), proportions by Fisher's exact test;
@@ -581,7 +602,8 @@ def order(paper: str, claim: str, statement: str, *, larger, smaller, criterion:
     a pair of estimates. Estimates need a positive standard error (one with ``se = 0`` is
     refused). Confirmed when every pair is significantly in the claimed order, refuted (not
     reproduced, on a substitute) when one pair is significantly in the opposite order,
-    inconclusive otherwise (then the smallest detectable difference is stated).
+    inconclusive otherwise (then the smallest detectable difference is stated). ``drawn_by``
+    names what drew the data (see :func:`agree`; required in a notebook).
     """
     _head(paper, claim, statement, scope)
     _criterion("criterion", criterion, Inequality)
@@ -593,6 +615,7 @@ def order(paper: str, claim: str, statement: str, *, larger, smaller, criterion:
     k = len(big)
     labs = _labels(labels, k)
     _declared_before(criterion, big + small)
+    _drawn_after(criterion, drawn_by, TEST)
     for name, items, one in (("larger", big, single), ("smaller", small, single_small)):
         for i, x in enumerate(items):
             if isinstance(x, Estimate):
@@ -654,14 +677,15 @@ def order(paper: str, claim: str, statement: str, *, larger, smaller, criterion:
 
 def detects(paper: str, claim: str, statement: str, *, statistic: Statistic, p_value: float,
             criterion: Detection, scope: str, values: Mapping | None = None,
-            detectable: float | None = None) -> Verdict:
+            detectable: float | None = None, drawn_by=None) -> Verdict:
     """A claimed effect (a trend, a correlation): confirmed when ``p_value < alpha``.
 
     A non-detection is inconclusive, never a refutation: absence of evidence at this sample
     size is not evidence of absence. An inconclusive record states the smallest effect the
     test could have detected (``detectable``, in the statistic's units: for a one-sided t-test
     the critical value times the standard error, the effect detected with probability 1/2);
-    a non-detection without it raises.
+    a non-detection without it raises. ``drawn_by`` names what drew the data (see
+    :func:`agree`; required in a notebook).
 
     Examples
     --------
@@ -676,6 +700,7 @@ def detects(paper: str, claim: str, statement: str, *, statistic: Statistic, p_v
     if not isinstance(statistic, Statistic):
         raise TypeError(f"statistic must be a stats.Statistic, got {type(statistic).__name__}")
     _declared_before(criterion, [statistic])
+    _drawn_after(criterion, drawn_by, TEST)
     p = _finite("p_value", p_value)
     if not 0 <= p <= 1:
         raise ValueError(f"p_value must lie in [0, 1], got {p}")
@@ -881,7 +906,7 @@ def consistency(paper: str, claim: str, statement: str, *, holds: bool, evidence
 
 def detects_positive(paper: str, claim: str, statement: str, *estimates: Estimate,
                      criterion: Detection, scope: str,
-                     values: Mapping | None = None) -> Verdict:
+                     values: Mapping | None = None, drawn_by=None) -> Verdict:
     """Record whether every estimate is detected as positive (one-sided t-tests).
 
     The statistic is the smallest estimate; the p-value the largest one-sided p-value; the
@@ -901,6 +926,8 @@ def detects_positive(paper: str, claim: str, statement: str, *estimates: Estimat
         The record's scope.
     values : mapping, optional
         Further values shown with the record.
+    drawn_by : source or sequence of sources, optional
+        What drew the data (see :func:`agree`); required in a notebook.
 
     Returns
     -------
@@ -932,4 +959,4 @@ def detects_positive(paper: str, claim: str, statement: str, *estimates: Estimat
     p_value, detectable = positive(*estimates, alpha=criterion.alpha)
     return detects(paper, claim, statement, statistic=Statistic(min(e.value for e in estimates)),
                    p_value=p_value, detectable=detectable, criterion=criterion, scope=scope,
-                   values=values)
+                   values=values, drawn_by=drawn_by)

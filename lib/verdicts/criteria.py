@@ -25,6 +25,7 @@ import html
 import math
 from dataclasses import asdict, dataclass, field
 
+from ..core.provenance import Snapshot, snapshot
 from .records import MIME_CRITERION
 from .stats import execution_count
 
@@ -46,7 +47,7 @@ class _Shown:
         raise NotImplementedError
 
     def record(self) -> dict:
-        rec = {k: v for k, v in asdict(self).items() if k != "declared_in"}
+        rec = {k: v for k, v in asdict(self).items() if k not in ("declared_in", "drawn_state")}
         return {"criterion": type(self).__name__, **rec, "text": self.text()}
 
     def _repr_mimebundle_(self, include=None, exclude=None):
@@ -87,6 +88,10 @@ class Agreement(_Shown):
     alpha: float = 0.001
     exact_law: bool = True
     declared_in: int | None = field(default_factory=execution_count, compare=False)
+    #: the registered generators' states at the declaration (eit.core.provenance): a check
+    #: refuses data whose generator has not drawn since
+    drawn_state: Snapshot | None = field(default_factory=snapshot, compare=False,
+                                         repr=False)
 
     def __post_init__(self):
         if isinstance(self.margin, bool) or not isinstance(self.margin, (int, float)):
@@ -120,6 +125,10 @@ class Inequality(_Shown):
 
     alpha: float = 0.001
     declared_in: int | None = field(default_factory=execution_count, compare=False)
+    #: the registered generators' states at the declaration (eit.core.provenance): a check
+    #: refuses data whose generator has not drawn since
+    drawn_state: Snapshot | None = field(default_factory=snapshot, compare=False,
+                                         repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "alpha", _alpha(self.alpha))
@@ -140,6 +149,10 @@ class Detection(_Shown):
     test: str
     alpha: float = 0.001
     declared_in: int | None = field(default_factory=execution_count, compare=False)
+    #: the registered generators' states at the declaration (eit.core.provenance): a check
+    #: refuses data whose generator has not drawn since
+    drawn_state: Snapshot | None = field(default_factory=snapshot, compare=False,
+                                         repr=False)
 
     def __post_init__(self):
         if not isinstance(self.test, str) or not self.test.strip():

@@ -25,39 +25,13 @@ import torch
 from scipy import stats as _st
 
 from ..core import validate as v
+from ..core.provenance import execution_count
 
 __all__ = ["Estimate", "Proportion", "Statistic", "mean", "batch_mean", "log_mean", "median",
            "mean_se", "proportion", "significant", "fisher_exact", "kendall_tau",
            "kendall_detectable", "mann_whitney_detectable", "positive", "execution_count",
            "proportion_of", "paired_difference", "from_summary", "frequency_estimate",
            "mann_whitney", "significant_exceedances"]
-
-
-_CELLS = {"count": 0, "shell": None}
-
-
-def _tick(*_args) -> None:
-    _CELLS["count"] += 1
-
-
-def execution_count() -> int | None:
-    """A counter of the notebook cells run so far in this kernel, or None outside IPython.
-
-    Counted with IPython's ``pre_run_cell`` event, which fires for every cell whether or not
-    the frontend stores history (nbval does not, so IPython's own execution count stands
-    still there). Only the order matters: a larger count is a later cell.
-    """
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency of the book
-        return None
-    shell = get_ipython()
-    if shell is None:
-        return None
-    if _CELLS["shell"] is not shell:
-        shell.events.register("pre_run_cell", _tick)
-        _CELLS["shell"], _CELLS["count"] = shell, 0
-    return _CELLS["count"]
 
 
 def _real(name: str, value) -> float:

@@ -29,6 +29,7 @@ from eit.core import (
     dispatch_counts,
     guard,
     paths,
+    provenance,
     scaling,
     seeds,
     store,
@@ -265,6 +266,18 @@ SPECS = [
     # --- scaling, seeds, device, paths -------------------------------------------------------
     Spec(scaling.rescaled, lambda: {"x": _x(4, 3), "start_dim": 1},
          {"x": ARRAY, "start_dim": INDEX}),
+    # --- provenance (outside a notebook nothing is registered or required) ------------------
+    # FREE: register and made_in take any object (a generator, stored data, a token)
+    Spec(provenance.register, lambda: {"obj": object()}, {"obj": FREE}, finite_result=False),
+    Spec(provenance.made_in, lambda: {"obj": object()}, {"obj": FREE}, finite_result=False),
+    Spec(provenance.snapshot, lambda: {}, {}, finite_result=False),
+    Spec(provenance.measured, lambda: {"what": "timings"}, {"what": TEXT},
+         finite_result=False),
+    # FREE: drawn_by is what a check names as its sources; with snap=None (outside a
+    # notebook) nothing is checked, whatever it is (tests/test_provenance.py checks them)
+    Spec(provenance.check_drawn_after, lambda: {"snap": None, "drawn_by": None,
+                                                "required": True},
+         {"snap": OPT_TEXT, "drawn_by": FREE, "required": BOOL}, finite_result=False),
     Spec(seeds.seed_offset, lambda: {}, {}),
     Spec(seeds.derive, lambda: {"seed": 3}, {"seed": INDEX}),
     Spec(seeds.generator, lambda: {"seed": 3}, {"seed": INDEX}, finite_result=False),

@@ -413,38 +413,42 @@ def _report():
 
 _HEAD_KINDS = {"paper": TEXT, "claim": TEXT, "statement": TEXT, "scope": CHOICE}
 
+#: drawn_by is checked only in a notebook, against the criterion's snapshot of the generators
+#: (outside one nothing is registered): tests/test_provenance.py runs those cells
+_DRAWN = {"drawn_by": "checked only inside a notebook: tests/test_provenance.py"}
+
 CHECKS = [
     Spec(checks.agree, _agree_args,
          {**_HEAD_KINDS, "theory": SEQUENCE, "estimate": EVIDENCE, "criterion": AGREEMENT,
           "labels": LABELS, "corrected": OPTIONAL_SEQUENCE, "correction": TEXT, "values": VALUES,
-          "kind": CHOICE}, strict=True),
+          "kind": CHOICE}, strict=True, defaults=_DRAWN),
     Spec(checks.at_most, _one_sided_args,
          {**_HEAD_KINDS, "estimate": EVIDENCE, "bound": REAL, "criterion": INEQUALITY,
-          "labels": LABELS, "kind": CHOICE, "values": VALUES}, strict=True),
+          "labels": LABELS, "kind": CHOICE, "values": VALUES}, strict=True, defaults=_DRAWN),
     Spec(checks.at_least, lambda: {**_one_sided_args(), "bound": 1.0},
          {**_HEAD_KINDS, "estimate": EVIDENCE, "bound": REAL, "criterion": INEQUALITY,
-          "labels": LABELS, "kind": CHOICE, "values": VALUES}, strict=True),
+          "labels": LABELS, "kind": CHOICE, "values": VALUES}, strict=True, defaults=_DRAWN),
     Spec(checks.bound, lambda: {**HEAD, "bound": 0.5, "failures": Proportion(3, 100),
                                 "criterion": criteria.Inequality(), "labels": ["pt"],
                                 "kind": "test", "values": {"width": 10}},
          {**_HEAD_KINDS, "bound": UNIT, "failures": PROPORTION, "criterion": INEQUALITY,
-          "labels": LABELS, "kind": CHOICE, "values": VALUES}, strict=True),
+          "labels": LABELS, "kind": CHOICE, "values": VALUES}, strict=True, defaults=_DRAWN),
     Spec(checks.order, lambda: {**HEAD, "larger": _est(2.0, 0.1, 50),
                                 "smaller": _est(1.0, 0.1, 50),
                                 "criterion": criteria.Inequality(), "labels": ["pt"],
                                 "values": {"width": 10}},
          {**_HEAD_KINDS, "larger": EVIDENCE, "smaller": EVIDENCE, "criterion": INEQUALITY,
-          "labels": LABELS, "values": VALUES}, strict=True),
+          "labels": LABELS, "values": VALUES}, strict=True, defaults=_DRAWN),
     Spec(checks.detects, lambda: {**HEAD, "statistic": Statistic(0.2), "p_value": 0.3,
                                   "criterion": criteria.Detection("one-sided t-test"),
                                   "values": {"n": 10}, "detectable": 0.5},
          {**_HEAD_KINDS, "statistic": STATISTIC, "p_value": UNIT, "criterion": DETECTION,
-          "values": VALUES, "detectable": OPTIONAL_POSITIVE}, strict=True),
+          "values": VALUES, "detectable": OPTIONAL_POSITIVE}, strict=True, defaults=_DRAWN),
     Spec(_spread(checks.detects_positive),
          lambda: {**HEAD, "estimates": [_est(0.3, 0.05, 50), _est(0.4, 0.05, 50)],
                   "criterion": criteria.Detection("one-sided t-test"), "values": {"n": 50}},
          {**_HEAD_KINDS, "estimates": EVIDENCE, "criterion": DETECTION, "values": VALUES},
-         strict=True),
+         strict=True, defaults=_DRAWN),
     Spec(checks.exact, lambda: {**HEAD, "printed": "2*x", "derived": 2 * sp.Symbol("x"),
                                 "if_wrong": "confirmed with a correction",
                                 "correction": "", "kind": "exact"},
@@ -669,3 +673,8 @@ TAILS = [
 
 SPECS = CHECKS + RECORDS + COMPARE + FITS + LEDGER + LENGTH_MOMENTS + NORM_RATIOS \
     + NBVAL_PLUGIN + STABILITY + STATS + TAILS
+
+# the exact tail of the depth-L norm ratio (Arpit & Bengio 2019, chapter 03: Corollary 1)
+SPECS.append(
+    Spec(tails.depth_ratio_tail, lambda: {"width": 40, "depth": 3, "eps": 0.2, "tol": 1e-9},
+         {"width": COUNT, "depth": COUNT, "eps": NONNEGATIVE, "tol": UNIT}))
