@@ -95,7 +95,7 @@ def verdicts(root: Path | None = None) -> list[dict]:
     Added keys: ``chapter`` (docname), ``chapter_title`` and ``part`` (the chapter's
     folder), and ``stability`` (:func:`eit.verdicts.stability.of_record` as a dict: the
     re-run agreement probability and the distance to the nearest threshold; None for records
-    that no random draw decides or whose decision it does not model).
+    that no random draw decides: exact records and consistency checks).
     """
     root = _root(root)
     records = []
