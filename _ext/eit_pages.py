@@ -14,6 +14,11 @@ Directives:
 * ``{verdict-table}``: the outcome x scope table of counts of a part (its overview), with the
   confirmations split by kind.
 
+Role ``{outcome}``: the outcome of one record, written where prose states it (an overview's
+status cell): ``{outcome}`06-activation-shaping: Figure 5``` renders "confirmed · substitute ·
+test" from the record, linked to it; a statement that prose makes about a record therefore
+cannot go stale (:func:`resolve_outcome`).
+
 All read the committed notebooks through :mod:`eit.verdicts.ledger` at build time, so the pages
 cannot drift from what the tests verified. The fixes applied to every page are in
 :mod:`eit_build`.
@@ -764,6 +769,69 @@ class PaperScaleResults(SphinxDirective):
         return [lead, items]
 
 
+#: ``{outcome}`` texts: ``<chapter>: <claim>`` (chapter stem, or part/stem), optionally
+#: `` | <statement prefix>`` where several records share a claim, or a record id ``v-...``.
+_RECORD_ID = re.compile(r"v-[0-9a-f]{10}")
+
+
+def resolve_outcome(text: str, records: list[dict]) -> dict:
+    """The one record that an ``{outcome}`` role names.
+
+    Raises
+    ------
+    ValueError
+        A text of the wrong form, or one that names no record or several (say which).
+    """
+    text = " ".join(text.split())
+    if _RECORD_ID.fullmatch(text):
+        found = [r for r in records if r["id"] == text]
+    else:
+        ref, _, statement = text.partition(" | ")
+        chapter, sep, claim = ref.partition(": ")
+        if not sep or not chapter.strip() or not claim.strip():
+            raise ValueError(f"{{outcome}}`{text}`: write '<chapter stem>: <claim>' "
+                             "(optionally ' | <statement prefix>'), or a record id v-...")
+        chapter = chapter.strip()
+        found = [r for r in records
+                 if (r["chapter"] == chapter or r["chapter"].endswith("/" + chapter))
+                 and " ".join(r["claim"].split()) == claim.strip()
+                 and " ".join(r["statement"].split()).startswith(statement.strip())]
+    if len(found) != 1:
+        ids = ", ".join(f"{r['id']} ({r['statement'][:50]!r})" for r in found[:6])
+        raise ValueError(f"{{outcome}}`{text}` names {len(found)} records, not one"
+                         + (f": {ids}; add ' | <statement prefix>' or use the id" if found
+                            else ""))
+    return found[0]
+
+
+def outcome_text(record: dict) -> str:
+    """'confirmed · paper · test'; a consistency check is 'consistency check · paper'."""
+    if record["kind"] == CONSISTENCY:
+        return f"consistency check · {record['scope']}"
+    return f"{record['outcome']} · {record['scope']} · {record['kind']}"
+
+
+def outcome_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    env = inliner.document.settings.env
+    paths = ledger.chapter_notebooks()
+    for path in paths:
+        env.note_dependency(str(path))
+    # the ledger is read once per state of the notebooks, not once per role (an overview has
+    # dozens of roles, and reading every executed notebook takes seconds)
+    key = tuple((str(p), p.stat().st_mtime_ns) for p in paths)
+    cache = outcome_role.__dict__.setdefault("cache", {})
+    if cache.get("key") != key:
+        cache.update(key=key, records=ledger.verdicts())
+    try:
+        record = resolve_outcome(text, built(env, cache["records"]))
+    except ValueError as err:
+        msg = inliner.reporter.error(str(err), line=lineno)
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    node = link([nodes.Text(outcome_text(record))], docname=record["chapter"],
+                anchor=record["id"])
+    return [nodes.inline("", "", node, classes=["eit-outcome"])], []
+
+
 def verdict_summary_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     env = inliner.document.settings.env
     key = "" if text.strip() in ("", "-") else text.strip()
@@ -785,5 +853,6 @@ def setup(app):
     app.add_directive("verdict-table", VerdictTable)
     app.add_directive("paper-scale-results", PaperScaleResults)
     app.add_role("verdict-summary", verdict_summary_role)
+    app.add_role("outcome", outcome_role)
     eit_build.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.2"}

@@ -3,9 +3,10 @@
 * every chapter of a part appears in its overview's "Claims and chapters" section;
 * the verdict counts come from the ``{verdict-table}`` directive (``_ext/eit_pages.py``),
   never from a hand-counted table, and the directive counts what the ledger holds;
-* where the section is a table with a status column, the outcomes it names for a chapter are
-  those of the chapter's records: no correction, refutation, failed reproduction, inconclusive
-  test or consistency check is left out, and none is claimed that no record holds.
+* every outcome that a chapter's records hold (a correction, refutation, failed
+  reproduction, inconclusive test, consistency check, confirmation) is stated in its rows (or
+  its part of the list) through an ``{outcome}`` role, which renders it from a record; that
+  no outcome is stated outside a role is ``tests/test_prose_outcomes.py``.
 """
 
 from __future__ import annotations
@@ -24,10 +25,7 @@ from eit.verdicts.records import CONSISTENCY, SCOPES
 ROOT = Path(__file__).resolve().parent.parent
 OVERVIEWS = sorted((ROOT / "chapters").glob("*/overview.md"))
 RECORDS = ledger.verdicts()
-#: Outcomes a status cell must name when a chapter has them, with the spellings accepted.
-NAMED = {"confirmed with a correction": ("confirmed with a correction", "corrected ·"),
-         "refuted": ("refuted",), "not reproduced on the substitute": ("not reproduced",),
-         "inconclusive": ("inconclusive",)}
+OUTCOME_ROLE = re.compile(r"\{outcome\}`([^`]*)`")
 
 
 def part_files(overview: Path) -> list[str]:
@@ -84,25 +82,51 @@ def test_counts_come_from_the_records(overview):
     assert not re.search(r"chapters \d+-\d+", text)
 
 
+def _resolve_outcome():
+    sys.path.insert(0, str(ROOT / "_ext"))
+    try:
+        import eit_pages
+    finally:
+        sys.path.remove(str(ROOT / "_ext"))
+    return eit_pages.resolve_outcome
+
+
+def stated_records(section: str, cell: bool = False) -> list[dict]:
+    """The records whose outcomes a section (or a table cell) states through its roles."""
+    resolve = _resolve_outcome()
+    texts = []
+    for line in section.splitlines():
+        table = cell or line.lstrip().startswith("|")
+        texts += [m.group(1).replace("\\|", "|") if table else m.group(1)
+                  for m in OUTCOME_ROLE.finditer(line)]
+    return [resolve(text, RECORDS) for text in texts]
+
+
 @pytest.mark.parametrize("overview", OVERVIEWS, ids=lambda p: p.parent.name)
 def test_status_cells_name_the_recorded_outcomes(overview):
-    rows = status_rows(claims_section(overview.read_text()))
-    if not rows:
-        pytest.skip("the claims are a list, not a table with a status column")
+    """Every outcome that a chapter's records hold is stated, through an ``{outcome}`` role
+    naming one of them, in the claims section (its rows, where it is a table); the roles
+    render the outcome from the record, so none is claimed that the record does not hold."""
+    section = claims_section(overview.read_text())
+    rows = status_rows(section)
     by_chapter: dict[str, list[dict]] = {}
     for r in records_of(overview):
         by_chapter.setdefault(r["chapter"].rsplit("/", 1)[-1], []).append(r)
+    stated: dict[str, list[dict]] = {}
+    texts = [status for _chapter, status in rows] if rows else [section]
+    for text in texts:
+        for r in stated_records(text, cell=bool(rows)):
+            stated.setdefault(r["chapter"].rsplit("/", 1)[-1], []).append(r)
     for chapter, records in by_chapter.items():
-        statuses = " ".join(s for c, s in rows if c == chapter)
-        assert statuses, f"{chapter}: no row"
-        checked = {r["outcome"] for r in records if r["kind"] != CONSISTENCY}
-        for outcome, spellings in NAMED.items():
-            named = any(s in statuses for s in spellings)
-            assert named == (outcome in checked), (
-                f"{chapter}: records {'hold' if outcome in checked else 'lack'} "
-                f"'{outcome}', the status cells {'do not name' if not named else 'name'} it")
-        has_consistency = any(r["kind"] == CONSISTENCY for r in records)
-        assert ("consistency" in statuses) == has_consistency, chapter
+        named = stated.get(chapter, [])
+        assert named, f"{chapter}: no outcome stated"
+
+        def kinds(rs):
+            return ({("consistency check" if r["kind"] == CONSISTENCY else r["outcome"])
+                     for r in rs})
+
+        missing = kinds(records) - kinds(named)
+        assert not missing, f"{chapter}: records hold {sorted(missing)}, no role states it"
 
 
 class _Env:
