@@ -183,6 +183,7 @@ def _agreement(record: Mapping) -> Stability | None:
     k, exact_law = len(rows), bool(crit.get("exact_law"))
     alpha = _num(crit, "alpha", "record['criterion']")
     pts, conf, keep, corr_conf = [], 1.0, 1.0, 1.0
+    corr_pts = []          # distances to the corrected law's thresholds (a corrected outcome)
     joint = 1.0            # corrected confirmed and printed kept, on the same re-run
     narrow = True
     for v in rows:
@@ -203,6 +204,7 @@ def _agreement(record: Mapping) -> Stability | None:
             centre, law_se = ((_num(v, "corrected"), e.se / math.sqrt(2.0)) if exact_law
                               else (e.value, e.se))
             corr_conf *= _prob(a_lo, a_hi, centre, law_se)
+            corr_pts.append(_Point(v.get("name", ""), e.value, e.se, [a_lo, a_hi]))
             joint *= _prob(max(a_lo, k_lo), min(a_hi, k_hi), centre, law_se)
     outcome = record["outcome"]
     if outcome == CORRECTED and any("corrected" in v for v in rows):
@@ -217,7 +219,9 @@ def _agreement(record: Mapping) -> Stability | None:
         p = 1.0 - keep
     else:                                     # inconclusive
         p = keep - (conf if narrow else 0.0)
-    worst = min(pts, key=lambda q: q.distance)
+    # a corrected outcome is decided at the corrected law's thresholds: report those
+    near = corr_pts if outcome == CORRECTED and corr_pts else pts
+    worst = min(near, key=lambda q: q.distance)
     return Stability(min(1.0, max(0.0, p)), worst.distance, worst.name)
 
 
