@@ -522,3 +522,17 @@ def test_exact_handles_infinity():
     for bad in (np.float32("inf"), np.float64("-inf"), float("inf")):
         with pytest.raises(ValueError, match="printed"):
             exact(*HEAD, printed=bad, derived=1, scope=PAPER)
+
+
+def test_the_tightest_points_label_is_not_compared_across_seeds():
+    """A one-sided check names its tightest point in ``theory`` (">= 0.5 at L = 5"); which
+    point is tightest depends on the draws, so another seed may name another point."""
+    from eit.verdicts.compare import compare_verdicts
+
+    def rec(theory):
+        return {"claim": "c", "theory": theory, "outcome": "confirmed",
+                "test": {"statistic": "one-sided interval end"},
+                "values": [{"name": n, "type": "exact", "value": 1} for n in ("L = 2", "L = 5")]}
+
+    assert not compare_verdicts(rec(">= 0.5 at L = 5"), rec(">= 0.5 at L = 2")).problems
+    assert compare_verdicts(rec(">= 0.5 at L = 5"), rec(">= 0.6 at L = 5")).problems
