@@ -12,9 +12,9 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
+import extension
 import pytest
 import yaml
 from docutils import nodes
@@ -83,12 +83,7 @@ def test_counts_come_from_the_records(overview):
 
 
 def _resolve_outcome():
-    sys.path.insert(0, str(ROOT / "_ext"))
-    try:
-        import eit_pages
-    finally:
-        sys.path.remove(str(ROOT / "_ext"))
-    return eit_pages.resolve_outcome
+    return extension.load().resolve_outcome
 
 
 def stated_records(section: str, cell: bool = False) -> list[dict]:
@@ -142,11 +137,7 @@ class _Env:
 
 @pytest.mark.parametrize("overview", OVERVIEWS, ids=lambda p: p.parent.name)
 def test_verdict_table_counts(overview):
-    sys.path.insert(0, str(ROOT / "_ext"))
-    try:
-        import eit_pages
-    finally:
-        sys.path.remove(str(ROOT / "_ext"))
+    eit_pages = extension.load()
     group = records_of(overview)
     env = _Env()
     out = eit_pages.verdict_table_nodes(env, "ledger", group[0]["paper"])

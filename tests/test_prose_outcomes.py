@@ -15,9 +15,9 @@ Every outcome that a part overview states about its records is an ``{outcome}`` 
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
+import extension
 import pytest
 
 from eit.verdicts import ledger
@@ -116,12 +116,7 @@ def bare_outcomes(text: str, allowed: list[tuple[str, str]]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def resolve_outcome():
-    sys.path.insert(0, str(ROOT / "_ext"))
-    try:
-        import eit_pages
-    finally:
-        sys.path.remove(str(ROOT / "_ext"))
-    return eit_pages.resolve_outcome
+    return extension.load().resolve_outcome
 
 
 @pytest.mark.parametrize("page", PAGES, ids=_pages_key)
