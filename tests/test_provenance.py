@@ -34,10 +34,15 @@ def shell():
 
 
 def run(sh, *cells: str):
-    """Run cells in order; return the error of the last one (None if it passed)."""
-    for code in cells:
+    """Run cells in order; return the error of the last one (None if it passed).
+
+    Every cell before the last must pass: a setup cell that fails would make the last one
+    fail for the wrong reason (a NameError instead of the refusal under test).
+    """
+    for code in cells[:-1]:
         res = sh.run_cell(code)
-    return res.error_in_exec
+        assert res.error_in_exec is None, f"setup cell failed: {code!r}: {res.error_in_exec!r}"
+    return sh.run_cell(cells[-1]).error_in_exec
 
 
 CHECK = ("agree('key', 'Lemma', 'E x = 0', theory=0.0, estimate=mean(x), criterion=crit, "
@@ -46,30 +51,30 @@ CHECK = ("agree('key', 'Lemma', 'E x = 0', theory=0.0, estimate=mean(x), criteri
 
 def test_a_generator_made_after_the_criterion_passes(shell):
     err = run(shell, "crit = Agreement(margin=0.5, exact_law=False)",
-              "gen = generator(0); x = torch.randn(400, generator=gen, dtype=torch.float64)",
+              "gen = generator(0); x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)",
               "v = " + CHECK.format(", drawn_by=gen"))
     assert err is None
     assert shell.user_ns["v"].outcome == "confirmed"
 
 
 def test_data_drawn_before_the_criterion_are_refused(shell):
-    err = run(shell, "gen = generator(0); x = torch.randn(400, generator=gen, dtype=torch.float64)",
+    err = run(shell, "gen = generator(0); x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)",
               "crit = Agreement(margin=0.5, exact_law=False)",
               CHECK.format(", drawn_by=gen"))
     assert isinstance(err, ValueError) and "drawn nothing since" in str(err)
 
 
 def test_an_earlier_generator_that_draws_after_the_criterion_passes(shell):
-    err = run(shell, "gen = generator(0); warm = torch.randn(3, generator=gen)",
+    err = run(shell, "gen = generator(0); warm = torch.randn(3, generator=gen, device=gen.device)",
               "crit = Agreement(margin=0.5, exact_law=False)",
-              "x = torch.randn(400, generator=gen, dtype=torch.float64)",
+              "x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)",
               CHECK.format(", drawn_by=(gen,)"))
     assert err is None
 
 
 def test_drawn_by_is_required_for_a_statistical_check_in_a_notebook(shell):
     err = run(shell, "crit = Agreement(margin=0.5, exact_law=False)",
-              "gen = generator(0); x = torch.randn(400, generator=gen, dtype=torch.float64)",
+              "gen = generator(0); x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)",
               CHECK.format(""))
     assert isinstance(err, ValueError) and "drawn_by must name the sources" in str(err)
 
@@ -77,7 +82,7 @@ def test_drawn_by_is_required_for_a_statistical_check_in_a_notebook(shell):
 def test_a_generator_the_book_did_not_make_is_refused(shell):
     err = run(shell, "crit = Agreement(margin=0.5, exact_law=False)",
               "gen = torch.Generator().manual_seed(0)\n"
-              "x = torch.randn(400, generator=gen, dtype=torch.float64)",
+              "x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)",
               CHECK.format(", drawn_by=gen"))
     assert isinstance(err, TypeError) and "drawn_by must be a generator of eit" in str(err)
 
@@ -85,7 +90,7 @@ def test_a_generator_the_book_did_not_make_is_refused(shell):
 def test_numpy_generators_counts_and_detections(shell):
     ok = run(shell, "crit = Inequality(alpha=0.01); det = Detection('one-sided t-test')",
              "rng = numpy_rng(1); k = int((rng.random(500) < 0.01).sum())\n"
-             "gen = generator(2); y = torch.randn(300, generator=gen, dtype=torch.float64) + 1",
+             "gen = generator(2); y = torch.randn(300, generator=gen, device=gen.device, dtype=torch.float64) + 1",
              "v = bound('key', 'Lemma', 'P <= 0.2', bound=0.2, failures=proportion(k, 500), "
              "criterion=crit, scope='paper', drawn_by=rng)\n"
              "w = detects_positive('key', 'Fig', 'y > 0', mean(y), criterion=det, "
@@ -101,7 +106,7 @@ def test_numpy_generators_counts_and_detections(shell):
 def test_measured_tokens_and_stored_data_must_follow_the_criterion(shell):
     ok = run(shell, "crit = Inequality(alpha=0.01)",
              "t = measured('timings'); gen = generator(0)\n"
-             "x = torch.rand(200, generator=gen, dtype=torch.float64)",
+             "x = torch.rand(200, generator=gen, device=gen.device, dtype=torch.float64)",
              "v = at_most('key', 'T', 'E t <= 1', estimate=mean(x), bound=1.0, criterion=crit, "
              "scope='paper', drawn_by=t)")
     assert ok is None
@@ -128,6 +133,7 @@ def test_outside_a_notebook_nothing_is_required():
     from eit.verdicts.stats import mean
 
     crit = Agreement(margin=0.5, exact_law=False)
-    x = torch.randn(400, generator=generator(0), dtype=torch.float64)
+    gen = generator(0)
+    x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)
     assert agree("key", "L", "E x = 0", theory=0.0, estimate=mean(x), criterion=crit,
                  scope="paper").outcome == "confirmed"
