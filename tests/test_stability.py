@@ -317,10 +317,6 @@ KNOWN_UNSTABLE = {
     # a timing benchmark of 5 interleaved rounds: refuted at d = 10, 2.36 se from the cut;
     # 10 rounds would make it stable (tools/benchmark.py --repeats 10 on a quiet machine)
     ("performance/01-benchmarks", "Target (b), hr18"),
-    # found when counted failures entered the model: 5 failures of 600 against P <= 0.05 at
-    # 0.001 (0.986: 4.3 standard errors from the cut, but the law of a small count is skewed)
-    ("hardt-ma-2017/04-finite-sample-expressivity",
-     "Theorem 3.2, proof: the random construction"),
 }
 
 
