@@ -223,27 +223,36 @@ def fix_search_index(app, outdir: Path) -> None:
 RUNTIME = ("torch", "numpy", "scipy", "sympy", "haarpy", "matplotlib", "scikit-learn")
 
 
-def getting_eit_cells(repo: str, branch: str, pins: dict[str, str]) -> list[dict]:
-    """The two cells prepended to a downloadable chapter notebook."""
-    wanted = " ".join(f"{p}=={pins[p]}" for p in RUNTIME if p in pins)
-    spec = f'"eit @ git+{repo}@{branch}"'
+def getting_eit_cells(repo: str, ref: str, pins: dict[str, str]) -> list[dict]:
+    """The two cells prepended to a downloadable chapter notebook.
+
+    ``ref`` is the commit the book was built from (or a branch where the build had no git).
+    The code cell installs, where the kernel lacks ``eit``, ``eit`` at ``ref`` (with the
+    stored results of ``data/``, which ship with it) and only those runtime packages that
+    are missing, at the book's versions: on Colab, whose PyTorch is kept, that is a few.
+    """
+    modules = {"scikit-learn": "sklearn"}   # the import name where it is not the package's
+    wanted = [(modules.get(p, p), f"{p}=={pins[p]}") for p in RUNTIME if p in pins]
+    spec = f'"eit @ git+{repo}@{ref}"'
     md = (
         "**Running this notebook.** It is a chapter of the book *Executable Initialization "
-        f"Theory* ({repo}) and uses the book's library, `eit`.\n\n"
+        f"Theory* ({repo}, commit `{ref}`) and uses the book's library, `eit`.\n\n"
         "* In the book's repository (after `./book setup`; `./book lab` opens the chapters in "
         "JupyterLab) and on Binder (the rocket button of the book's pages), `eit` is "
         "installed: the next cell does nothing.\n"
-        "* In any other Jupyter kernel, the next cell installs `eit` from the repository, with "
-        "the CPU build of PyTorch and the versions the book pins (once; a few minutes).\n"
-        "* A chapter that reads stored results from `data/` needs a clone of the repository: "
-        f"`git clone {repo}`, then `./book lab` in it.")
+        "* In any other Jupyter kernel (Colab included), the next cell installs `eit` at the "
+        "commit this page was built from, with the stored results the chapters read "
+        "(checked against their sha256), and those of the book's pinned packages the kernel "
+        "lacks (the CPU build of PyTorch where there is none; an installed PyTorch is kept).")
     code = (
         "# Get `eit`, the book's library, where this kernel lacks it (see above).\n"
         "import importlib\n"
         "import importlib.util\n\n"
         'if importlib.util.find_spec("eit") is None:\n'
+        f"    _pins = {wanted!r}\n"
+        "    _missing = \" \".join(p for m, p in _pins if importlib.util.find_spec(m) is None)\n"
         "    %pip install --quiet --extra-index-url https://download.pytorch.org/whl/cpu "
-        f"{wanted} {spec}\n"
+        f"{{_missing}} {spec}\n"
         "    importlib.invalidate_caches()")
 
     def lines(text):
@@ -259,12 +268,23 @@ def getting_eit_cells(repo: str, branch: str, pins: dict[str, str]) -> list[dict
 
 
 def fix_downloads(app, outdir: Path) -> None:
+    """Prepend the cells of :func:`getting_eit_cells` to each downloadable chapter notebook,
+    pinning ``eit`` to the commit being built (``git rev-parse HEAD``; the repository's branch,
+    with a warning, where the source has no git)."""
+    import subprocess
+
     from eit_pages import pinned
 
     opts = app.config.html_theme_options or {}
     repo = (opts.get("repository_url") or "").rstrip("/")
-    branch = opts.get("repository_branch") or "main"
-    cells = getting_eit_cells(repo, branch, pinned(app.srcdir))
+    try:
+        ref = subprocess.run(["git", "rev-parse", "HEAD"], cwd=app.srcdir, check=True,
+                             capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        ref = opts.get("repository_branch") or "main"
+        logger.warning(f"no git commit for {app.srcdir}: the downloadable notebooks install "
+                       f"eit from the branch {ref!r}, not from the commit built")
+    cells = getting_eit_cells(repo, ref, pinned(app.srcdir))
     for docname in app.env.found_docs:
         if not docname.startswith("chapters/"):
             continue

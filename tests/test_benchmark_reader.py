@@ -8,6 +8,7 @@ import statistics
 import pytest
 
 from eit.core import benchmarks
+from eit.core.paths import data_dir
 
 
 def test_committed_file_pairs_every_method_of_a_size():
@@ -89,7 +90,7 @@ def test_the_cuda_file_is_optional_and_read_side_by_side(tmp_path):
     cpu = benchmarks.load()
     assert not cpu.wall and cpu.peak == {} and cpu.budget == {}
     with pytest.raises(ValueError, match="device-mode"):
-        benchmarks.load_cuda(benchmarks.data_dir() / "benchmarks" / "cpu.json")
+        benchmarks.load_cuda(data_dir() / "benchmarks" / "cpu.json")
     cuda = benchmarks.load_cuda(_device_file(tmp_path, cpu))
     assert cuda.wall and cuda.peak["bytes_s"] == 4.8e12
     assert "NVIDIA H200" in cuda.summary() and "cut by the budget" in cuda.summary()

@@ -111,11 +111,11 @@ def compile_lock(flavor: str, source: Path, extra: list[str]) -> Path:
 
 
 def lab_input(source: str) -> str:
-    """requirements.in with the JupyterLab of its ``# lab:`` line."""
-    m = re.search(r"^# lab: *(\S+)\s*$", source, re.M)
+    """requirements.in with the packages of its ``# lab:`` line (JupyterLab, jupyterlab-myst)."""
+    m = re.search(r"^# lab: *(\S.*?)\s*$", source, re.M)
     if m is None:
         raise SystemExit("requirements.in has no '# lab: jupyterlab==...' line")
-    return source + m.group(1) + "\n"
+    return source + "".join(spec + "\n" for spec in m.group(1).split())
 
 
 def main() -> int:

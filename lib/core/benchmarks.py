@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import data_dir
 from .validate import finite_real
 
 __all__ = ["Benchmark", "load", "load_cuda", "fmt", "side_by_side_rows"]
@@ -200,8 +199,10 @@ class Benchmark:
 
 
 def _path(path, default: str) -> Path:
-    if path is None:
-        return data_dir() / "benchmarks" / default
+    if path is None:   # the checkout's data/, or the copy installed with eit (no clone)
+        from .store import stored_dir
+
+        return stored_dir() / "benchmarks" / default
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
     return Path(path)

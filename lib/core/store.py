@@ -18,7 +18,9 @@ refused save leaves nothing behind.
 ``data/`` is the folder of the checkout being tested (:func:`eit.core.paths.data_dir`), never
 a path relative to the installed library. In smoke mode (``EIT_SCALE=smoke``: the paper-scale
 code path at tiny sizes) results go to ``_build/smoke-data/`` instead, so a test never writes
-into ``data/``.
+into ``data/``. Outside a checkout (a downloaded notebook, Colab) there is no book root: results
+are then read (never written) from the copy of ``data/`` installed with the package
+(``eit._data``, see pyproject.toml), checked against its ``SHA256SUMS`` like the checkout's.
 """
 
 from __future__ import annotations
@@ -244,9 +246,42 @@ def save_result(name: str, arrays: dict, *, seed: int, command: str,
     return npz
 
 
+def stored_dir() -> Path:
+    """Where stored results are read from: ``data/`` of the book root, else the copy of
+    ``data/`` installed with the package (``eit._data``: a notebook run outside a clone).
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is neither a book root nor an installed copy holding a manifest.
+    """
+    try:
+        return data_dir()
+    except FileNotFoundError as err:
+        packaged = _packaged_data()
+        if packaged is None:
+            raise FileNotFoundError(f"{err}; nor is data/ installed with eit (eit._data)"
+                                    ) from err
+        return packaged
+
+
+def _packaged_data() -> Path | None:
+    """The ``data/`` installed with the package, or None (an install without it)."""
+    from importlib.util import find_spec
+
+    try:
+        spec = find_spec("eit._data")
+    except ModuleNotFoundError:
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(folder) / MANIFEST).is_file():
+            return Path(folder)
+    return None
+
+
 def has_result(name: str) -> bool:
     """Whether ``data/<name>.npz`` and its provenance exist."""
-    npz, info = _paths(name, data_dir())
+    npz, info = _paths(name, stored_dir())
     return npz.exists() and info.exists()
 
 
@@ -296,7 +331,7 @@ def load_result(name: str, *, scale: str | None = None, seed: int | None = None,
         another result or differs from the expected one.
     """
     _expected(scale, seed, command)
-    return load_result_from(data_dir(), name, scale=scale, seed=seed, command=command)
+    return load_result_from(stored_dir(), name, scale=scale, seed=seed, command=command)
 
 
 def _expected(scale, seed, command) -> None:
@@ -312,7 +347,7 @@ def _expected(scale, seed, command) -> None:
 
 def _root(root) -> Path:
     if root is None:
-        return data_dir()
+        return stored_dir()
     if not isinstance(root, (str, os.PathLike)):
         raise TypeError(f"root must be a path, got {type(root).__name__}")
     return Path(root)
@@ -333,7 +368,7 @@ def _write_manifest(root: Path) -> Path:
 
 def update_manifest(root: Path | None = None) -> Path:
     """Rewrite ``SHA256SUMS`` of ``root`` (default ``data/``) from the files in it."""
-    root = _root(root)
+    root = data_dir() if root is None else _root(root)   # never the installed copy
     with _locked(root):
         return _write_manifest(root)
 
