@@ -10,7 +10,8 @@
   shows that label alone, not "Theorem (Theorem 4, eq. (20))".
 * **Downloadable notebooks** (``_sources/**/*.ipynb``) start with two cells telling the reader
   how to get ``eit``, the second installing it where it is missing.
-* **Proof index**: ``{ref}`prf-prf``` links to sphinx-proof's index page.
+* **Proof index**: ``{ref}`prf-prf``` links to sphinx-proof's index page, whose entries are
+  named by the blocks' titles ("Theorem 3 (Arpit & Bengio 2019)"), grouped by part.
 * **Ledger export**: ``ledger.json`` (:func:`eit.verdicts.ledger.export`) is written into the
   built site.
 """
@@ -25,9 +26,11 @@ from pathlib import Path
 
 from docutils import nodes
 from eit_tex import tex_to_unicode
+from sphinx.domains import IndexEntry
 from sphinx.util import logging
 from sphinx.util.nodes import clean_astext
 from sphinx.util.osutil import relative_uri
+from sphinx_proof.domain import ProofIndex
 
 from eit.verdicts import ledger
 from eit.verdicts.records import MIME_VERDICT
@@ -312,10 +315,81 @@ def finished(app, exception) -> None:
     (outdir / "ledger.json").write_text(json.dumps(export, indent=1, ensure_ascii=False) + "\n")
 
 
+def proof_title(node: nodes.Element, title_format: str) -> str:
+    """A theorem block's own title as text (its math as Unicode): the argument of
+    ``{prf:theorem} <title>``, which sphinx-proof wraps in ``proof_title_format`` (" (%t)")."""
+    title = next((c for c in node.children if isinstance(c, nodes.title)), None)
+    text = " ".join(plain(title).split()) if title is not None else ""
+    before, _, after = (" ".join(p.split()) for p in title_format.partition("%t"))
+    if text and text.startswith(before) and text.endswith(after):
+        text = text[len(before):len(text) - len(after)].strip()
+    return text
+
+
+def proof_index_name(title: str, realtype: str, part: dict) -> str:
+    """'Theorem 3 (Arpit & Bengio 2019)': a block's title, followed by the paper of its part
+    (from the part's caption) where the title does not name the paper's first author; the
+    kind of block where it has no title."""
+    name = title or realtype.title()
+    paper = part["caption"].partition(": ")[2] if part["number"] else ""
+    author = re.match(r"[^\W\d_]+", paper)
+    if author and author.group(0) not in name:
+        name += f" ({paper})"
+    return name
+
+
+def proof_index_content(env, docnames=None) -> list[tuple[str, list[IndexEntry]]]:
+    """The entries of the proof index, one group per part ("I", "II", ...; "Book" for the
+    book's own pages) in the order of ``_toc.yml``, each entry a block in its order on the
+    page: its name (:func:`proof_index_name`), its chapter's title and its kind."""
+    from eit_pages import ROMAN, part_of, toc_parts
+
+    parts = toc_parts(env.srcdir)
+    order = [f for part in parts for f in part["files"]]
+    proofs = getattr(env, "proof_list", {})
+    docs = sorted({v["docname"] for v in proofs.values()},
+                  key=lambda d: (order.index(d) if d in order else len(order), d))
+    groups: dict[str, list[IndexEntry]] = {}
+    for docname in docs:
+        if docnames and docname not in docnames:
+            continue
+        part = part_of(docname, parts)
+        chapter = plain(env.titles[docname]) if docname in env.titles else docname
+        for node in env.get_doctree(docname).findall(nodes.Element):
+            label, realtype = node.get("label"), node.get("realtype")
+            if not (label and realtype) or proofs.get(label, {}).get("docname") != docname:
+                continue
+            name = proof_index_name(proof_title(node, env.config.proof_title_format),
+                                    realtype, part)
+            groups.setdefault(ROMAN[part["number"]] or "Book", []).append(
+                IndexEntry(name, 0, docname, label, chapter, "", realtype))
+    return list(groups.items())
+
+
+class TitledProofIndex(ProofIndex):
+    """sphinx-proof's proof index (``prf-prf.html``) naming each block by its title, with
+    its chapter's title, not by its label and file path (:func:`proof_index_content`)."""
+
+    def generate(self, docnames=None):
+        return proof_index_content(self.domain.env, docnames), False
+
+
+def mark_proof_index(app, pagename, templatename, context, doctree) -> None:
+    """A marker in the proof index's head, for its styles (``_static/eit.css``): its names
+    are titles, not code."""
+    if pagename == "prf-prf":
+        context["metatags"] = (context.get("metatags") or "") + \
+            '<meta name="eit-page" content="proof-index">\n'
+
+
 def register_proof_index(app) -> None:
+    """``{ref}`prf-prf``` links to the proof index, whose entries are the blocks' titles
+    (:class:`TitledProofIndex` in place of sphinx-proof's own index)."""
     std = app.env.get_domain("std")
     std.data["labels"]["prf-prf"] = ("prf-prf", "", "Proof index")
     std.data["anonlabels"]["prf-prf"] = ("prf-prf", "")
+    app.env.get_domain("prf").indices = [TitledProofIndex]
+    app.connect("html-page-context", mark_proof_index)
 
 
 def setup(app) -> None:

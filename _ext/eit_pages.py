@@ -4,15 +4,21 @@ Directives:
 
 * ``{claims-ledger}``: every verdict recorded by the executed chapters: a summary table of
   counts (paper x outcome x scope, consistency checks apart), controls to filter and sort
-  (``_static/eit.js``), then one section per paper with a table of its claims, each
-  row linking to the verdict's own anchor in its chapter. The JSON export is written next to
-  the page (``ledger.json``).
+  (``_static/eit.js``: by paper, outcome, scope, kind and text, a number of rows per part at a
+  time), then one section per paper with a table of its claims, each row anchored by its
+  record's id (``ledger.html#v-...``) and linking to the verdict's own anchor in its chapter.
+  The JSON export is written next to the page (``ledger.json``).
+* ``{results-summary}``: the front page's results: counts by part and outcome (each a link to
+  the ledger's view of those claims), then links to every refuted and every corrected claim.
 * ``{chapter-status}``: how the committed outputs of each chapter were produced, grouped by
   part, with the chapter's verdict counts; before them, the latest report of
   ``./book gpu-check`` (``data/gpu/report.json``), or a line saying there is none.
 * ``{verdict-summary}``: one line of counts for the part whose overview holds it.
 * ``{verdict-table}``: the outcome x scope table of counts of a part (its overview), with the
   confirmations split by kind.
+
+Every chapter notebook gets, under its title, how its outputs were produced (device, scale,
+date, wall time, versions), from its ``metadata.eit`` (:func:`add_chapter_status`).
 
 Role ``{outcome}``: the outcome of one record, written where prose states it (an overview's
 status cell): ``{outcome}`06-activation-shaping: Figure 5``` renders "confirmed · substitute ·
@@ -149,8 +155,10 @@ def paper_title(part: dict) -> str:
 
 def table(headers: list[str], rows: list[list], *, classes: list[str],
           row_classes: list[list[str]] | None = None,
-          col_classes: list[str] | None = None) -> nodes.table:
-    """A docutils table; a cell is a string, a node or a list of nodes."""
+          col_classes: list[str] | None = None,
+          row_ids: list[str] | None = None) -> nodes.table:
+    """A docutils table; a cell is a string, a node or a list of nodes; ``row_ids`` are the
+    anchors of the body rows."""
     tab = nodes.table(classes=classes)
     group = nodes.tgroup(cols=len(headers))
     tab += group
@@ -165,7 +173,8 @@ def table(headers: list[str], rows: list[list], *, classes: list[str],
     group += head
     body = nodes.tbody()
     for i, cells in enumerate(rows):
-        row = nodes.row(classes=row_classes[i] if row_classes else [])
+        row = nodes.row(classes=row_classes[i] if row_classes else [],
+                        ids=[row_ids[i]] if row_ids else [])
         for cell, c in zip(cells, col_classes):
             para = nodes.paragraph()
             if isinstance(cell, str):
@@ -223,22 +232,48 @@ def stability_nodes(records: list[dict]) -> nodes.Node:
     return para
 
 
+def ledger_records(env) -> tuple[list[dict], dict[str, dict], list[str]]:
+    """The verdict records of the chapters built, each with its part (``_part``); the part of
+    each paper (by bibliography key); the papers in the order of their parts. The page that
+    asks is rebuilt when a chapter's notebook or ``_toc.yml`` changes."""
+    for path in ledger.chapter_notebooks():
+        env.note_dependency(str(path))
+    env.note_dependency(str(Path(env.srcdir) / "_toc.yml"))
+    parts = toc_parts(env.srcdir)
+    records = built(env, ledger.verdicts())
+    papers: dict[str, dict] = {}
+    for r in records:
+        r["_part"] = part_of(r["chapter"], parts)
+        papers.setdefault(r["paper"], r["_part"])
+    order = sorted(papers, key=lambda k: (papers[k]["number"] or 99, k))
+    return records, papers, order
+
+
+def count_cells(group: list[dict], *, paper: str = "", scope: str = "",
+                base: str = "") -> list:
+    """The counts of ``group`` by outcome, then its consistency checks and its total, each
+    (where not zero) a link to the ledger's view of those claims: ``base`` is "" on the ledger
+    itself (its script shows the view in place), ``ledger.html`` elsewhere."""
+    s = ledger.summary(group)
+    key = slug(paper) if paper else ""
+
+    def cell(n: int, **query: str):
+        return link([nodes.Text(str(n))], path=base + _query(**query)) if n else "0"
+
+    cells: list = [cell(s["outcomes"][o], paper=key, outcome=slug(o), scope=scope)
+                   for o in OUTCOMES]
+    cells.append(cell(s["consistency"], paper=key, kind="consistency", scope=scope))
+    cells.append(link([nodes.Text(str(s["total"]))],
+                      path=base + (_query(paper=key, scope=scope) if key or scope
+                                   else "?all=1")))
+    return cells
+
+
 class ClaimsLedger(SphinxDirective):
     """Every claim of the book with its verdict, filterable, one section per paper."""
 
     def run(self) -> list[nodes.Node]:
-        for path in ledger.chapter_notebooks():
-            self.env.note_dependency(str(path))
-        self.env.note_dependency(str(Path(self.env.srcdir) / "_toc.yml"))
-        parts = toc_parts(self.env.srcdir)
-        records = built(self.env, ledger.verdicts())
-        for r in records:
-            part = part_of(r["chapter"], parts)
-            r["_part"] = part
-        papers: dict[str, dict] = {}
-        for r in records:
-            papers.setdefault(r["paper"], r["_part"])
-        order = sorted(papers, key=lambda k: (papers[k]["number"] or 99, k))
+        records, papers, order = ledger_records(self.env)
         out: list[nodes.Node] = []
 
         total = ledger.summary(records)
@@ -268,20 +303,7 @@ class ClaimsLedger(SphinxDirective):
         rows, classes = [], []
 
         def count_row(label, key, scope, group):
-            s = ledger.summary(group)
-            cells: list = [label, scope or "all"]
-            for o in OUTCOMES:
-                n = s["outcomes"][o]
-                cells.append(link([nodes.Text(str(n))],
-                                  path=_query(paper=slug(key), outcome=slug(o), scope=scope))
-                             if n else "0")
-            cells.append(link([nodes.Text(str(s["consistency"]))],
-                              path=_query(paper=slug(key), kind="consistency", scope=scope))
-                         if s["consistency"] else "0")
-            cells.append(link([nodes.Text(str(s["total"]))],
-                              path=_query(paper=slug(key), scope=scope) if key or scope
-                              else "?all=1"))
-            return cells
+            return [label, scope or "all", *count_cells(group, paper=key, scope=scope)]
 
         for key in order:
             group = [r for r in records if r["paper"] == key]
@@ -308,6 +330,8 @@ class ClaimsLedger(SphinxDirective):
         paper_opts = [(slug(key), paper_title(papers[key])) for key in order]
         return (
             '<form class="eit-ledger-controls" aria-label="Filter and sort the claims">'
+            + '<label>Search <input type="search" data-search placeholder="words of a claim"'
+              ' aria-label="Show the claims whose row holds all these words"></label>'
             + select("paper", "Paper", paper_opts)
             + select("outcome", "Outcome", [(slug(o), o) for o in OUTCOMES])
             + select("scope", "Scope", [(s, SCOPE_TEXT[s]) for s in SCOPES])
@@ -348,7 +372,7 @@ class ClaimsLedger(SphinxDirective):
                             f"eit-k-{r['kind']}", f"eit-p-{slug(key)}",
                             f"eit-n-{part['number'] or 99}"])
         box += table(headers, rows, classes=["eit-ledger"], row_classes=classes,
-                     col_classes=cols)
+                     col_classes=cols, row_ids=[r["id"] for r in group])
         sec += box
         return sec
 
@@ -359,10 +383,13 @@ class ClaimsLedger(SphinxDirective):
 
     @staticmethod
     def _claim_cell(r: dict) -> list[nodes.Node]:
+        """The claim, linking to its verdict; its chapter; a link to this row (its anchor)."""
         short = re.sub(r"\s*\([^()]*\)\s*$", "", r["chapter_title"]) or r["chapter_title"]
+        here = nodes.reference("", "#", refuri=f"#{r['id']}", classes=["eit-row-link"],
+                               reftitle=f"Link to this claim in the ledger ({r['id']})")
         return [link(with_math(r["claim"]), docname=r["chapter"], anchor=r["id"]),
-                nodes.inline("", "", nodes.Text("in "), *with_math(short),
-                             classes=["eit-chapter"])]
+                nodes.inline("", "", nodes.Text("in "), *with_math(short), nodes.Text(" "),
+                             here, classes=["eit-chapter"])]
 
     @staticmethod
     def _scope_cell(r: dict) -> list[nodes.Node]:
@@ -383,6 +410,105 @@ class ClaimsLedger(SphinxDirective):
                             else with_math(text))
                 cell.append(line)
         return cell
+
+
+# --- the front page's results ----------------------------------------------------------------
+
+def claim_links(group: list[dict]) -> list[nodes.Node]:
+    """'claim A; claim B (2, 3); ...': each claim once, linking to its first verdict, the
+    further verdicts of the same claim as numbered links."""
+    by_claim: dict[str, list[dict]] = {}
+    for r in group:
+        by_claim.setdefault(r["claim"], []).append(r)
+    out: list[nodes.Node] = []
+    for i, (claim, same) in enumerate(by_claim.items()):
+        if i:
+            out.append(nodes.Text("; "))
+        out.append(link(with_math(claim), docname=same[0]["chapter"], anchor=same[0]["id"]))
+        if len(same) > 1:
+            out.append(nodes.Text(" ("))
+            for k, r in enumerate(same[1:], 2):
+                if k > 2:
+                    out.append(nodes.Text(", "))
+                out.append(link([nodes.Text(str(k))], docname=r["chapter"], anchor=r["id"]))
+            out.append(nodes.Text(")"))
+    return out
+
+
+class ResultsSummary(SphinxDirective):
+    """The book's results for its front page, counted from the verdict records when the book
+    is built: a sentence of totals, the counts by part and outcome (each a link to the
+    ledger's view of those claims), then every refuted claim, and every claim confirmed with a
+    correction, by part, each linking to its verdict in its chapter."""
+
+    def run(self) -> list[nodes.Node]:
+        records, papers, order = ledger_records(self.env)
+        if not records:
+            return [nodes.paragraph(text="No verdicts are recorded yet.")]
+        chapters = len({r["chapter"] for r in records})
+        intro = nodes.paragraph(classes=["eit-results-total"])
+        intro += nodes.Text(f"{len(records)} verdict records from {chapters} chapters, counted "
+                            f"when this page was built: {counts_text(ledger.summary(records))}"
+                            " (consistency checks, identities true by construction or bounds "
+                            "that cannot fail at the tested setting, are counted apart, never "
+                            "as confirmations). Each count opens those claims in the ")
+        intro += link([nodes.Text("claims ledger")], docname="ledger")
+        intro += nodes.Text(".")
+        out: list[nodes.Node] = [intro, self._table(records, papers, order)]
+        out.extend(self._refuted(records, papers, order))
+        out.extend(self._corrected(records, papers, order))
+        return out
+
+    @staticmethod
+    def _table(records, papers, order) -> nodes.table:
+        headers = ["Part", *(OUTCOME_SHORT[o] for o in OUTCOMES), "consistency", "all"]
+        rows, classes = [], []
+        for key in order:
+            label = link(with_math(paper_title(papers[key])), docname="ledger",
+                         anchor=f"ledger-{slug(key)}")
+            group = [r for r in records if r["paper"] == key]
+            rows.append([label, *count_cells(group, paper=key, base="ledger.html")])
+            classes.append([])
+        rows.append(["All parts", *count_cells(records, base="ledger.html")])
+        classes.append(["eit-total"])
+        cols = ["eit-c-paper"] + ["eit-c-n"] * (len(OUTCOMES) + 2)
+        return table(headers, rows, classes=["eit-results"], row_classes=classes,
+                     col_classes=cols)
+
+    @staticmethod
+    def _refuted(records, papers, order) -> list[nodes.Node]:
+        refuted = [r for r in records if r["outcome"] == "refuted"]
+        lead = nodes.paragraph()
+        lead += nodes.strong(text=f"Refuted ({len(refuted)})")
+        lead += nodes.Text(": the evidence contradicts the claim as printed." if refuted
+                           else ": none.")
+        items = nodes.bullet_list(classes=["eit-refuted-claims"])
+        for key in order:
+            for r in (r for r in refuted if r["paper"] == key):
+                para = nodes.paragraph()
+                para += link(with_math(r["claim"]), docname=r["chapter"], anchor=r["id"])
+                para += nodes.Text(f" ({paper_title(papers[key])}): ")
+                para.extend(with_math(r["statement"]))
+                items += nodes.list_item("", para)
+        return [lead, items] if refuted else [lead]
+
+    @staticmethod
+    def _corrected(records, papers, order) -> list[nodes.Node]:
+        corrected = [r for r in records if r["outcome"] == "confirmed with a correction"]
+        lead = nodes.paragraph()
+        lead += nodes.strong(text=f"Confirmed with a correction ({len(corrected)})")
+        lead += nodes.Text(": errata, each stated in its verdict with the corrected formula and "
+                           "the evidence that separates it from the printed one." if corrected
+                           else ": none.")
+        items = nodes.bullet_list(classes=["eit-corrected-claims"])
+        for key in order:
+            group = [r for r in corrected if r["paper"] == key]
+            if group:
+                para = nodes.paragraph()
+                para += nodes.Text(f"{paper_title(papers[key])} ({len(group)}): ")
+                para.extend(claim_links(group))
+                items += nodes.list_item("", para)
+        return [lead, items] if corrected else [lead]
 
 
 # --- status ----------------------------------------------------------------------------------
@@ -615,6 +741,44 @@ class ChapterStatus(SphinxDirective):
             sec += table(headers, rows, classes=["eit-status"], col_classes=cols)
             out.append(sec)
         return out
+
+
+def chapter_status_nodes(meta: dict, pins: dict[str, str]) -> nodes.paragraph:
+    """'Outputs: executed 2026-11-28 05:05 UTC on cpu: 2 cores, torch 2.13.0+cpu, default
+    scale, 310 s of wall time; library versions as pinned in requirements.txt (all
+    chapters).' from a notebook's ``metadata.eit``."""
+    para = nodes.paragraph(classes=["eit-chapter-status"])
+    para += nodes.strong(text="Outputs: ")
+    para += nodes.Text(f"executed {meta.get('executed') or 'at an unrecorded date'} on "
+                       f"{meta.get('device') or 'an unrecorded device'}, "
+                       f"{meta.get('scale') or 'unrecorded'} scale, "
+                       f"{_seconds(meta.get('wall_time_s'))} s of wall time; ")
+    differ = differing(meta.get("versions") or {}, pins)
+    para += nodes.Text("library versions differing from requirements.txt: " + ", ".join(differ)
+                       if differ else "library versions as pinned in requirements.txt")
+    para += nodes.Text(" (")
+    para += link([nodes.Text("all chapters")], docname="status")
+    para += nodes.Text(").")
+    return para
+
+
+def add_chapter_status(app, doctree) -> None:
+    """Under the title of a chapter notebook, how its outputs were produced
+    (:func:`chapter_status_nodes`), read from its ``metadata.eit`` when the book is built."""
+    env = app.env
+    source = Path(env.doc2path(env.docname))
+    if source.suffix != ".ipynb":
+        return
+    meta = json.loads(source.read_text()).get("metadata", {}).get("eit")
+    if not meta:
+        return
+    env.note_dependency(str(Path(env.srcdir) / "requirements.txt"))
+    para = chapter_status_nodes(meta, pinned(env.srcdir))
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is not None and len(section) and isinstance(section[0], nodes.title):
+        section.insert(1, para)
+    else:
+        doctree.insert(0, para)
 
 
 def paper_records(env, docname: str, key: str = "") -> list[dict]:
@@ -852,6 +1016,8 @@ def setup(app):
     app.add_directive("verdict-summary", VerdictSummary)
     app.add_directive("verdict-table", VerdictTable)
     app.add_directive("paper-scale-results", PaperScaleResults)
+    app.add_directive("results-summary", ResultsSummary)
+    app.connect("doctree-read", add_chapter_status)
     app.add_role("verdict-summary", verdict_summary_role)
     app.add_role("outcome", outcome_role)
     eit_build.setup(app)

@@ -1,12 +1,14 @@
 /* The book's small scripts (vanilla JS, loaded on every page by Jupyter Book):
- * - the claims ledger: filter, sort, group, expand (without it the page still shows every
- *   section; each paper's table opens with a click);
+ * - the claims ledger: search, filter, sort, group, expand, a number of rows per part at a
+ *   time, and a row named by the address (ledger.html#v-...) shown and scrolled to (without
+ *   the script the page still shows every section; each paper's table opens with a click);
  * - a link to an anchor lands on it after MathJax has typeset the page;
  * - search results typeset their math (titles and snippets hold it).
  *
  * Rows carry their data as classes written by _ext/eit_pages.py:
  *   eit-p-<paper> eit-o-<outcome> eit-s-<scope> eit-k-<kind> eit-n-<part number>
- * The state is kept in the address (?paper=...&outcome=...&scope=...&kind=...&sort=...&flat=1),
+ * The state is kept in the address
+ * (?q=<search words>&paper=...&outcome=...&scope=...&kind=...&sort=...&flat=1),
  * so a filtered view can be linked to; the summary table's counts are such links. */
 (function () {
   "use strict";
@@ -18,6 +20,14 @@
   };
   var FILTERS = ["paper", "outcome", "scope", "kind"];
   var HEADER_SORT = { Part: "paper", Claim: "claim", Outcome: "outcome", Scope: "scope" };
+  /* The ledger shows PAGE rows of each part at first (FLAT_PAGE when not grouped), and STEP
+   * more at each "show more": expanded, the whole ledger would be 50,000 px tall. */
+  var PAGE = 10, FLAT_PAGE = 40, STEP = 25;
+
+  /* Lower-case text with its whitespace collapsed: what the search box compares. */
+  function words(text) {
+    return text.toLowerCase().replace(/\s+/g, " ").trim();
+  }
 
   function classValue(el, prefix) {
     for (var i = 0; i < el.classList.length; i++) {
@@ -45,11 +55,13 @@
       row.dataset.part = classValue(row, "eit-n-");
       var claim = row.querySelector("td.eit-c-claim");
       row.dataset.claim = claim ? claim.textContent.trim().toLowerCase() : "";
+      row.dataset.text = words(row.id + " " + row.textContent);
     });
     var selects = {};
     FILTERS.forEach(function (name) {
       selects[name] = form.querySelector('select[data-filter="' + name + '"]');
     });
+    var search = form.querySelector("input[data-search]");
     var sortSelect = form.querySelector("select[data-sort]");
     var group = form.querySelector("input[data-group]");
     var expand = form.querySelector("button[data-expand]");
@@ -57,6 +69,8 @@
     var count = form.querySelector(".eit-ledger-count");
     var flatBox = document.getElementById("eit-ledger-flat");
     var flatBody = null;
+    var limits = new Map();  // tbody -> how many of its matching rows are shown
+    var bars = new Map();    // tbody -> its "show more" bar
 
     function detailsOf(section) { return section.querySelector("details.eit-claims"); }
 
@@ -83,16 +97,67 @@
       return 0;
     }
 
+    function rowsOf(body) {
+      return Array.prototype.slice.call(body.querySelectorAll(":scope > tr.eit-row"));
+    }
+
     function sortBody(body, by) {
-      var list = Array.prototype.slice.call(body.querySelectorAll(":scope > tr.eit-row"));
+      var list = rowsOf(body);
       list.sort(function (x, y) { return compare(key(x, by), key(y, by)); });
       list.forEach(function (row) { body.appendChild(row); });
+    }
+
+    /* Under each table, "Showing 10 of 92 claims [Show 25 more] [Show all]". */
+    function makeBar(body, after) {
+      var bar = document.createElement("p");
+      bar.className = "eit-more";
+      bar.innerHTML = '<span></span> <button type="button" data-more></button> ' +
+        '<button type="button" data-all>Show all</button>';
+      bar.querySelector("button[data-more]").addEventListener("click", function () {
+        limits.set(body, (limits.get(body) || pageOf(body)) + STEP);
+        paginate();
+      });
+      bar.querySelector("button[data-all]").addEventListener("click", function () {
+        limits.set(body, Infinity);
+        paginate();
+      });
+      after.parentNode.insertBefore(bar, after.nextSibling);
+      bars.set(body, bar);
+    }
+
+    function pageOf(body) { return body === flatBody ? FLAT_PAGE : PAGE; }
+
+    function bodies() {
+      if (flatBody) return [flatBody];
+      return sections.map(function (s) { return s.querySelector("table.eit-ledger tbody"); })
+        .filter(Boolean);
+    }
+
+    /* Show the first rows of each table that match the filters; the rest wait behind the
+     * table's "show more" bar. */
+    function paginate() {
+      bodies().forEach(function (body) {
+        var limit = limits.get(body) || pageOf(body);
+        var matching = rowsOf(body).filter(function (r) {
+          return !r.classList.contains("eit-hidden");
+        });
+        rowsOf(body).forEach(function (row) { row.classList.remove("eit-paged"); });
+        matching.forEach(function (row, i) { row.classList.toggle("eit-paged", i >= limit); });
+        var bar = bars.get(body);
+        var shown = Math.min(limit, matching.length);
+        bar.classList.toggle("eit-hidden", shown === matching.length);
+        bar.querySelector("span").textContent = "Showing " + shown + " of " +
+          matching.length + " claims.";
+        bar.querySelector("button[data-more]").textContent =
+          "Show " + Math.min(STEP, matching.length - shown) + " more";
+      });
     }
 
     function setFlat(flat) {
       if (flat && !flatBody) {
         var first = document.querySelector("table.eit-ledger");
         var tableEl = first.cloneNode(false);
+        tableEl.removeAttribute("id");
         Array.prototype.forEach.call(first.children, function (child) {
           if (child.tagName !== "TBODY") tableEl.appendChild(child.cloneNode(true));
         });
@@ -103,8 +168,11 @@
         sections.forEach(function (s) { s.classList.add("eit-hidden"); });
         flatBox.classList.add("eit-flat");
         headerButtons(tableEl);
+        makeBar(flatBody, tableEl);
       } else if (!flat && flatBody) {
         rows.forEach(function (row) { home.get(row).appendChild(row); });
+        bars.delete(flatBody);
+        limits.delete(flatBody);
         flatBox.innerHTML = "";
         flatBox.classList.remove("eit-flat");
         flatBody = null;
@@ -112,13 +180,21 @@
       }
     }
 
+    function matches(row, f, terms) {
+      return FILTERS.every(function (n) { return !f[n] || row.dataset[n] === f[n]; }) &&
+        terms.every(function (t) { return row.dataset.text.indexOf(t) >= 0; });
+    }
+
     function apply(opts) {
       opts = opts || {};
+      if (!opts.keepPages) limits.clear();
       var f = filters();
-      var active = FILTERS.some(function (n) { return f[n]; });
+      var text = search.value.trim().replace(/\s+/g, " ");
+      var terms = words(text).split(" ").filter(Boolean);
+      var active = !!text || FILTERS.some(function (n) { return f[n]; });
       var shown = 0;
       rows.forEach(function (row) {
-        var ok = FILTERS.every(function (n) { return !f[n] || row.dataset[n] === f[n]; });
+        var ok = matches(row, f, terms);
         row.classList.toggle("eit-hidden", !ok);
         if (ok) shown += 1;
       });
@@ -136,14 +212,16 @@
           else if (opts.collapse) detailsOf(section).open = false;
         });
       }
+      paginate();
       document.querySelectorAll("table.eit-ledger th").forEach(function (th) {
         var name = HEADER_SORT[th.dataset.label];
         if (name) th.setAttribute("aria-sort", name === (by || (flatBody ? "paper" : ""))
           ? "ascending" : "none");
       });
-      count.value = shown + " of " + rows.length + " claims shown";
+      count.value = shown + " of " + rows.length + " claims match";
       if (!opts.keepAddress) {
         var params = new URLSearchParams();
+        if (text) params.set("q", text);
         FILTERS.forEach(function (n) { if (f[n]) params.set(n, f[n]); });
         if (by) params.set("sort", by);
         if (!group.checked) params.set("flat", "1");
@@ -153,8 +231,9 @@
       }
     }
 
-    function fromAddress(search) {
-      var params = new URLSearchParams(search);
+    function fromAddress(query) {
+      var params = new URLSearchParams(query);
+      search.value = params.get("q") || "";
       FILTERS.forEach(function (n) { if (selects[n]) selects[n].value = params.get(n) || ""; });
       sortSelect.value = params.get("sort") || "";
       group.checked = params.get("flat") !== "1";
@@ -182,26 +261,58 @@
       });
     }
 
+    /* The address names a row (ledger.html#v-...): show it (clear the filters that hide it,
+     * open its part, page to it) and scroll to it. */
     function openTarget() {
       var id = decodeURIComponent(location.hash.slice(1));
       var target = id && document.getElementById(id);
       if (!target) return;
+      var row = target.closest ? target.closest("tr.eit-row") : null;
+      if (row && row.classList.contains("eit-hidden")) {
+        search.value = "";
+        FILTERS.forEach(function (n) { if (selects[n]) selects[n].value = ""; });
+        apply();
+      }
       var section = target.closest ? target.closest("section.eit-paper") : null;
-      if (section) {
+      if (section && !flatBody) {
         var d = detailsOf(section);
         if (d) d.open = true;
+      }
+      if (row) {
+        var body = row.parentNode;
+        var matching = rowsOf(body).filter(function (r) {
+          return !r.classList.contains("eit-hidden");
+        });
+        var at = matching.indexOf(row);
+        if (at >= (limits.get(body) || pageOf(body))) {
+          limits.set(body, at + 1);
+          paginate();
+        }
+        row.scrollIntoView({ block: "start" });
       }
     }
 
     document.querySelectorAll("table.eit-ledger").forEach(headerButtons);
+    sections.forEach(function (section) {
+      var body = section.querySelector("table.eit-ledger tbody");
+      if (!body) return;
+      var tableEl = body.closest("table");
+      makeBar(body, tableEl.closest(".pst-scrollable-table-container") || tableEl);
+    });
     form.addEventListener("change", function () { apply(); });
     form.addEventListener("submit", function (e) { e.preventDefault(); });
+    var typing = null;
+    search.addEventListener("input", function () {
+      if (typing) clearTimeout(typing);
+      typing = setTimeout(function () { apply(); }, 150);
+    });
     expand.addEventListener("click", function () {
       var open = sections.some(function (s) { return !detailsOf(s).open; });
       sections.forEach(function (s) { detailsOf(s).open = open; });
       expand.textContent = open ? "Hide all claims" : "Show all claims";
     });
     reset.addEventListener("click", function () {
+      search.value = "";
       FILTERS.forEach(function (n) { if (selects[n]) selects[n].value = ""; });
       sortSelect.value = "";
       group.checked = true;

@@ -260,3 +260,106 @@ def test_api_reference_documents_every_public_name(html):
         assert name in documented
         summary = soup.find("dt", id=name).find_next_sibling("dd").get_text()
         assert len(summary.split()) > 5, name
+
+
+# --- issue 26, items 4, 8 and 10 -------------------------------------------------------------
+
+def test_ledger_rows_are_anchored_and_searchable(html):
+    """Each row of the ledger carries its record's id (``ledger.html#v-...`` names it) and a
+    link to itself; the controls hold a search box (its script: tests/test_browser.py)."""
+    records = _records()
+    soup = _soup(html / "ledger.html")
+    rows = soup.select("table.eit-ledger tr.eit-row")
+    assert sorted(r.get("id", "") for r in rows) == sorted(r["id"] for r in records)
+    for row in rows:
+        own = row.select_one("a.eit-row-link")
+        assert own is not None and own["href"] == f"#{row['id']}", row.get("id")
+    assert soup.select_one("form.eit-ledger-controls input[type=search][data-search]")
+
+
+def _prf_blocks() -> dict[str, tuple[str, str]]:
+    """label -> (kind, title) of every labelled theorem block of the chapters the book
+    renders, read from their notebooks (what the proof index must name)."""
+    block = re.compile(r"```\{prf:(\w+)\}[ \t]*([^\n]*)\n:label:[ \t]*(\S+)")
+    found = {}
+    for path in ledger.chapter_notebooks():
+        if path.relative_to(ROOT).with_suffix("").as_posix() not in _in_toc():
+            continue
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                for kind, title, label in block.findall("".join(cell["source"])):
+                    found[label] = (kind, title.strip())
+    return found
+
+
+def test_proof_index_names_blocks_by_their_titles(html):
+    """The proof index (``prf-prf.html``) lists each theorem block by its title, e.g.
+    "Theorem 3, eqs. (16)-(17) (...) (Arpit & Bengio 2019)", with its chapter's title: not
+    by its label and file path (issue 26 item 8)."""
+    blocks = _prf_blocks()
+    soup = _soup(html / "prf-prf.html")
+    entries = {}
+    for a in soup.select("table.modindextable a[href]"):
+        page, _, label = a["href"].partition("#")
+        entries[label] = (page, " ".join(a.get_text(" ").split()),
+                          " ".join(a.parent.get_text(" ").split()))
+    assert len(blocks) > 80 and set(blocks) <= set(entries), sorted(set(blocks) - set(entries))
+    for label, (kind, title) in blocks.items():
+        page, name, line = entries[label]
+        assert name != label and "chapters/" not in line, (label, line)
+        before_math = title.split("$")[0].strip()   # (math shows as Unicode text)
+        assert name.startswith(before_math or kind.title()), (label, name)
+    # the paper is named where the title does not name it
+    assert entries["ab19-theorem-3"][1] == ("Theorem 3, eqs. (16)-(17) (Theorem 6: the same for "
+                                            "the masked layer) (Arpit & Bengio 2019)")
+    assert entries["ab19-lemma-1"][1] == "Lemma 1 of Arpit & Bengio (2019)"
+    # grouped by part, in the book's order
+    groups = [s.get_text(strip=True) for s in soup.select(".modindex-jumpbox strong")]
+    assert groups[:5] == ["I", "II", "III", "IV", "V"], groups
+
+
+def test_front_page_summarizes_the_results(html):
+    """The front page counts the records by part and outcome (counted at build time) and
+    links to every refuted and every corrected claim's verdict (issue 26 item 10)."""
+    records = _records()
+    soup = _soup(html / "intro.html")
+    results = soup.select_one("table.eit-results")
+    assert results is not None
+    heads = [th.get_text(" ", strip=True) for th in results.select("thead th")]
+    total = [td.get_text(strip=True) for td in results.select("tr.eit-total td")]
+    summary = ledger.summary(records)
+    expected = {"confirmed": summary["outcomes"]["confirmed"],
+                "corrected": summary["outcomes"]["confirmed with a correction"],
+                "refuted": summary["outcomes"]["refuted"],
+                "consistency": summary["consistency"], "all": len(records)}
+    for head, n in expected.items():
+        assert int(total[heads.index(head)]) == n, (head, total)
+    parts = len({r["paper"] for r in records})
+    assert len(results.select("tbody tr")) == parts + 1
+    for a in results.select("a.eit-link"):
+        assert a["href"].startswith("ledger.html"), a["href"]
+    linked = {a["href"].partition("#")[2] for a in soup.select("article a[href*='#v-']")}
+    wanted = {r["id"] for r in records
+              if r["outcome"] in ("refuted", "confirmed with a correction")}
+    assert len(wanted) > 20 and wanted <= linked, sorted(wanted - linked)[:5]
+
+
+def test_chapters_show_their_execution_status(html):
+    """Under its title each chapter says how its outputs were produced, from its notebook's
+    ``metadata.eit``: date, device, scale, wall time (issue 26 item 10)."""
+    checked = 0
+    for path in ledger.chapter_notebooks():
+        doc = path.relative_to(ROOT).with_suffix("").as_posix()
+        meta = json.loads(path.read_text())["metadata"].get("eit")
+        if doc not in _in_toc() or not meta:
+            continue
+        soup = _soup(html / f"{doc}.html")
+        line = soup.select_one("p.eit-chapter-status")
+        assert line is not None, doc
+        assert line.find_previous_sibling().name == "h1", doc
+        text = " ".join(line.get_text(" ").split())
+        for value in (meta["executed"], meta["device"], meta["scale"],
+                      f"{float(meta['wall_time_s']):.0f} s"):
+            assert value in text, (doc, value, text)
+        checked += 1
+    assert checked > 30
