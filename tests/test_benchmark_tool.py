@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from eit.core.seeds import generator
+from eit.sample import laws
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("benchmark", ROOT / "tools" / "benchmark.py")
@@ -52,6 +53,18 @@ def test_every_method_draws_what_it_says(tmp_path):
             assert row["normals"] == explicit
         if method.startswith("exact"):
             assert row["normals"] < explicit
+        # a repeat fills MIN_REPEAT_S: the quick sizes' calls take milliseconds
+        assert row["calls"] >= 1 and row["calls"] * row["median"] > 0.4 * benchmark.MIN_REPEAT_S
+    assert max(r["calls"] for r in rows.values()) > 1
+
+
+def test_a_repeat_of_several_calls_counts_one_calls_draws():
+    gen = generator(0)
+    seconds, counts = benchmark.cpu_seconds(
+        lambda: laws._direct("normal", (3, 4), gen, torch.float64), calls=5)
+    assert seconds > 0 and counts == {"normals": 12, "other": 0}
+    assert benchmark.calls_per_repeat(1.0) == 1
+    assert benchmark.calls_per_repeat(benchmark.MIN_REPEAT_S / 10) == 10
 
 
 # ------------------------------------------------------------------------ the device mode

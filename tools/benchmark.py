@@ -45,8 +45,13 @@ backward), ``gram`` (N inputs in R^2000, width 2000, depth 10, forward).
 
 Protocol: one thread (``torch.set_num_threads(1)``), CPU time of this process
 (``time.process_time``: the machine may be shared, so wall time would measure the neighbours
-too), one untimed warm-up call of every method at the first size of each workload, then
-``repeats`` rounds of interleaved calls (A, B, C, A, B, C, ...), the same number per method.
+too), one untimed warm-up call of every method at the first size of each workload, then at
+every size one untimed calibration call of every method, then ``repeats`` rounds of
+interleaved calls (A, B, C, A, B, C, ...), the same number per method. A repeat of a method
+whose calibration call took less than :data:`MIN_REPEAT_S` of CPU time times ``calls``
+consecutive calls, enough to fill it, and records their mean: a call of a few milliseconds
+(the exact engines) is otherwise measured at the scale of the scheduler's noise (its repeats
+varied by a factor 2 in one run of 10 rounds).
 Every (workload, size, method) row keeps all per-repeat times, their median and the count of
 random numbers drawn (normals, counted from the library's draws for its own methods and
 checked against the explicit count). The result goes to ``data/benchmarks/cpu.json`` with
@@ -312,14 +317,30 @@ def methods(workload: str, width: int, depth: int, n0: int, n_inputs: int, n_net
     return out
 
 
-def cpu_seconds(call: Callable[[], object]) -> tuple[float, dict]:
-    """CPU time of this process (all its threads) for one call, and the draws it made."""
+#: A repeat lasts at least this CPU time: a faster method's repeat is several calls.
+MIN_REPEAT_S = 0.25
+
+
+def cpu_seconds(call: Callable[[], object], calls: int = 1) -> tuple[float, dict]:
+    """CPU time of this process (all its threads) per call, over ``calls`` consecutive calls,
+    and the draws of one call."""
     gc.collect()
     with counting() as counts:
         start = time.process_time()
-        call()
-        seconds = time.process_time() - start
-    return seconds, dict(counts)
+        for _ in range(calls):
+            call()
+        seconds = (time.process_time() - start) / calls
+    per_call = {}
+    for kind, n in counts.items():
+        if n % calls:
+            raise RuntimeError(f"{calls} calls drew {n} {kind} numbers: not the same per call")
+        per_call[kind] = n // calls
+    return seconds, per_call
+
+
+def calls_per_repeat(seconds: float) -> int:
+    """Calls in one repeat of a method whose one call took ``seconds`` (MIN_REPEAT_S)."""
+    return max(1, math.ceil(MIN_REPEAT_S / max(seconds, 1e-6)))
 
 
 def run(sizes: dict, repeats: int, log=print) -> list[dict]:
@@ -333,11 +354,13 @@ def run(sizes: dict, repeats: int, log=print) -> list[dict]:
             if i == 0:                                   # warm-up, untimed
                 for call, _ in calls.values():
                     call()
+            repeat = {name: calls_per_repeat(cpu_seconds(call)[0])   # calibration, untimed
+                      for name, (call, _) in calls.items()}
             times = {name: [] for name in calls}
             draws = {name: [] for name in calls}
             for _ in range(repeats):                     # interleaved: A, B, C, A, B, C, ...
                 for name, (call, _) in calls.items():
-                    seconds, counts = cpu_seconds(call)
+                    seconds, counts = cpu_seconds(call, repeat[name])
                     times[name].append(seconds)
                     draws[name].append(counts)
             explicit = calls["lean_loop"][1]
@@ -356,7 +379,8 @@ def run(sizes: dict, repeats: int, log=print) -> list[dict]:
                 median = statistics.median(times[name])
                 rows.append({"workload": workload, "size": label, "width": width,
                              "depth": depth, "n0": n0, "inputs": n_inputs, "nets": n_nets,
-                             "method": name, "seconds": times[name], "median": median,
+                             "method": name, "calls": repeat[name],
+                             "seconds": times[name], "median": median,
                              "normals": normals, "other_random": other,
                              "samples": n_nets * n_inputs})
                 log(f"{workload:5s} {label:9s} {name:13s} median {median:9.4f} s  "
@@ -887,6 +911,9 @@ def main(argv: list[str] | None = None) -> int:
             "repeats": args.repeats,
             "order": "interleaved: one call of each method per round, in the listed order",
             "warmup": "one untimed call of every method at the first size of each workload",
+            "calibration": "one untimed call of every method at every size; a repeat of a "
+                           f"method whose call took less than {MIN_REPEAT_S} CPU s is the "
+                           "mean of enough consecutive calls to fill it (the row's calls)",
             "dtype": "float64",
             "total_cpu_s": total,
         },
