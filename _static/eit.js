@@ -3,7 +3,8 @@
  *   time, and a row named by the address (ledger.html#v-...) shown and scrolled to (without
  *   the script the page still shows every section; each paper's table opens with a click);
  * - a link to an anchor lands on it after MathJax has typeset the page;
- * - search results typeset their math (titles and snippets hold it).
+ * - search results typeset their math (titles and snippets hold it);
+ * - a figure too wide for a narrow screen scrolls instead of shrinking past legibility.
  *
  * Rows carry their data as classes written by _ext/eit_pages.py:
  *   eit-p-<paper> eit-o-<outcome> eit-s-<scope> eit-k-<kind> eit-n-<part number>
@@ -397,9 +398,36 @@
     }).observe(results, { childList: true, subtree: true });
   }
 
+  /* A figure is a PNG at twice its intended size (eit.plotting.use_style): on a narrow screen
+   * it shrinks with the column, and below MIN_SCALE of its intended size its text would be
+   * too small to read. There it keeps that scale and scrolls sideways in its own box. */
+  var MIN_SCALE = 0.6;
+
+  function legible(img) {
+    var intended = img.naturalWidth / 2;
+    if (!intended) return;
+    var box = img.parentElement;
+    if (box.clientWidth < MIN_SCALE * intended) {
+      img.style.minWidth = Math.round(MIN_SCALE * intended) + "px";
+      box.classList.add("eit-figure-scroll");
+    } else {
+      img.style.minWidth = "";
+      box.classList.remove("eit-figure-scroll");
+    }
+  }
+
+  function legibleFigures() {
+    document.querySelectorAll("div.cell_output img").forEach(function (img) {
+      if (img.complete) legible(img);
+      else img.addEventListener("load", function () { legible(img); });
+    });
+  }
+
   function start() {
     init();
     typesetSearch();
+    legibleFigures();
+    window.addEventListener("resize", legibleFigures);
   }
 
   if (document.readyState === "loading") {

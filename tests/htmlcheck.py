@@ -8,6 +8,9 @@
 * :func:`ragged_tables`: table rows whose cell count (with colspan and rowspan) differs from
   the header's.
 * :func:`images_without_alt`: images whose alt text is missing, empty or a file path or hash.
+* :func:`code_math`: formulas written as code or plain text in verdicts, tables of results and
+  figure captions, outside math: ``**``, ``x^2``, ``2*n``, ``sqrt(``, ``||u||``, ``nu_2``,
+  ``E[...]``, a Greek letter spelled out (``lambda``), a fraction of single letters (``n/m``).
 
 Each defect names the page and, for a chapter, the line of its ``.md`` source.
 """
@@ -231,11 +234,50 @@ def images_without_alt(html: Path) -> list[Defect]:
     return found
 
 
+#: Formula syntax that must not appear outside math in rendered results (see :func:`code_math`)
+CODE_MATH = {
+    "power": re.compile(r"\*\*|[\w)\]}]\^[\w({\-]"),
+    "product": re.compile(r"[\w)]\*[\w(]"),
+    "call": re.compile(r"\b(?:sqrt|exp|log|ln|sin|cos|tanh|erf|gamma|Derivative|Subs|Symbol|"
+                       r"Integral|Sum|Abs|binomial|factorial|Rational|Eq)\("),
+    "norm": re.compile(r"\|\|"),
+    "subscript": re.compile(r"(?<![\w-])[A-Za-z]{1,3}_(?:[A-Za-z0-9]{1,3}(?!\w)|[{(])"),
+    "Greek name": re.compile(r"\b(?:lambda|sigma|alpha|eta|tau|mu|nu|rho|theta|epsilon|eps|"
+                             r"kappa|phi|psi|pi)\b"),
+    "expectation": re.compile(r"\b(?:E|Var|P)\[|\bE\|"),
+    "fraction": re.compile(r"(?<![\w-])[A-Za-z]/[A-Za-z(\d](?![\w-])|\d/\(|\)/[\w(]"),
+}
+_EQ_REFS = re.compile(r"\(\d+[a-z]?\)(?:/\(\d+[a-z]?\))+")
+#: Where results are rendered: verdict blocks, the book's tables of results, figure captions
+RESULTS = "div.eit-verdict, table.eit-table, figcaption"
+
+
+def code_math(html: Path) -> list[Defect]:
+    """Formulas written as code or plain text (:data:`CODE_MATH`) in the text of rendered
+    results (:data:`RESULTS`), outside their math elements."""
+    found = []
+    for page in pages(html):
+        soup = soup_of(page)
+        rel = page.relative_to(html).as_posix()
+        for block in soup.select(RESULTS):
+            text = " ".join(str(s) for s in _prose_strings(block))
+            text = _EQ_REFS.sub(" ", text)   # "eqs. (171)/(191)": references, not a fraction
+            for kind, pattern in CODE_MATH.items():
+                m = pattern.search(text)
+                if m:
+                    i = m.start()
+                    found.append(Defect(rel, "result", f"{kind} {m.group(0)!r} outside math "
+                                                       f"in ...{text[max(0, i - 60):i + 60]}...",
+                                        ""))
+    return _unique(found)
+
+
 def main(argv: list[str]) -> int:
     html = Path(argv[1]) if len(argv) > 1 else ROOT / "_build" / "html"
     n = 0
     for name, check in (("unrendered math", unrendered_math), ("ragged tables", ragged_tables),
-                        ("images without alt text", images_without_alt)):
+                        ("images without alt text", images_without_alt),
+                        ("formulas as code in results", code_math)):
         defects = check(html)
         n += len(defects)
         print(f"== {name}: {len(defects)}")

@@ -489,3 +489,94 @@ def test_ledger_tables_fit_their_box(page):
                 if t["table"] > t["box"] + 1 or t["scroll"] > t["box"] + 1]
         assert not wide and not found["cells"], (width, wide, found["cells"][:5])
         assert found["page"] <= found["vw"], found
+
+
+#: a formula's right edge past its column's, in px, with no scrolling box around it: cut
+CUT_FORMULAS = """() => {
+    const column = document.querySelector('article.bd-article') || document.body;
+    const right = column.getBoundingClientRect().right;
+    const cut = [];
+    for (const m of document.querySelectorAll('mjx-container')) {
+        const r = m.getBoundingClientRect();
+        if (!m.getClientRects().length || r.right <= right + 1) continue;
+        let scrolls = false;
+        for (let a = m; a && a !== column; a = a.parentElement) {
+            const s = getComputedStyle(a);
+            if (['auto', 'scroll'].includes(s.overflowX) && a.scrollWidth > a.clientWidth
+                && a.getBoundingClientRect().right <= right + 1) { scrolls = true; break; }
+        }
+        if (!scrolls) cut.push({tex: (m.textContent || '').slice(0, 50),
+                                over: Math.round(r.right - right)});
+    }
+    return cut;
+}"""
+
+
+def _chapter_pages(html: Path) -> list[str]:
+    """The built pages of the chapter notebooks."""
+    from eit.verdicts import ledger
+
+    paths = (p.relative_to(ROOT).with_suffix(".html").as_posix()
+             for p in ledger.chapter_notebooks())
+    return sorted(p for p in paths if (html / p).is_file())
+
+
+def test_no_formula_is_cut_at_1280px(page, book):  # noqa: F811
+    """Every chapter at 1280 px: a display equation, a SymPy output or a verdict's formula
+    wider than its column scrolls in its own box, never runs past the column's edge (Hanin &
+    Rolnick 02 had a 910 px equation in a 736 px column, cut)."""
+    p = page(width=1280)
+    cut = {}
+    pages = _chapter_pages(html_of(book))
+    assert len(pages) > 30, pages
+    for path in pages:
+        p.open(path)
+        found = p.page.evaluate(CUT_FORMULAS)
+        if found:
+            cut[path] = found[:3]
+    assert not cut, cut
+
+
+FIGURE_MIN_SCALE = 0.6   # _static/eit.js: a figure never shrinks below this (it scrolls)
+
+
+def test_figures_are_sharp_legible_and_proportionate_at_390px(page):
+    """On a 390 px screen a figure has twice the pixels of its displayed width, keeps its
+    aspect ratio (it carries its size as width and height) and is shown at least at 0.6 of
+    its intended size, scrolling sideways in its own box rather than the page (a two-panel
+    figure shrank to 0.4, its labels unreadable)."""
+    p = page(width=390)
+    pg = p.open("chapters/performance/01-benchmarks.html")
+    images = pg.evaluate("""() => Array.from(document.querySelectorAll(
+            'div.cell_output img')).map(i => {
+        const r = i.getBoundingClientRect();
+        return {natural: [i.naturalWidth, i.naturalHeight], shown: [r.width, r.height]};
+    })""")
+    assert images, "no figure"
+    for im in images:
+        (nw, nh), (w, h) = im["natural"], im["shown"]
+        assert nw >= 2 * w - 1, im
+        assert abs(h / w - nh / nw) < 0.02 * nh / nw, im
+        assert w >= FIGURE_MIN_SCALE * nw / 2 - 1, im
+    width = pg.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+    assert width[0] <= width[1], width
+    pg.evaluate("document.querySelector('div.cell_output img').scrollIntoView()")
+    _shot(pg, "figure-390px")
+
+
+def test_api_page_shows_documented_objects(page):
+    """The API reference, as a reader sees it: functions and classes with their signatures and
+    typeset docstring math, no raw reStructuredText (it once showed 102 ``.. automodule::``
+    lines and 0 objects)."""
+    p = page()
+    pg = p.open("api.html")
+    found = pg.evaluate("""() => ({
+        objects: document.querySelectorAll('dl.py.function, dl.py.class').length,
+        signatures: document.querySelectorAll('dt.sig').length,
+        raw: (document.querySelector('article').innerText.match(/\\.\\. auto|\\^\\^\\^\\^/g)
+              || []).length,
+        errors: document.querySelectorAll('mjx-merror').length})""")
+    assert found["objects"] > 50 and found["signatures"] >= found["objects"], found
+    assert found["raw"] == 0 and found["errors"] == 0, found
+    pg.evaluate("document.querySelector('dl.py.function').scrollIntoView()")
+    _shot(pg, "api")

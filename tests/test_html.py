@@ -59,6 +59,30 @@ def test_no_unrendered_math(html):
     assert not defects, _report(defects)
 
 
+def test_results_write_formulas_as_math(html):
+    """Verdicts, tables of results and figure captions write every formula as math (LaTeX in
+    ``$...$``, typeset by MathJax), never as code or plain text: no ``**``, ``sqrt(``,
+    ``||u||``, ``nu_2``, ``lambda`` outside math (issue 26 item 2: 149 of 346 verdict blocks
+    did, e.g. ``norm_u/(sqrt(pi)*sqrt(m))``)."""
+    defects = htmlcheck.code_math(html)
+    assert not defects, _report(defects)
+
+
+def test_the_formula_check_finds_each_kind_and_spares_math(tmp_path):
+    bad = {"power": "x**2 and (1 + x)^2", "product": "2*n", "call": "sqrt(x + 1)",
+           "norm": "||u||", "subscript": "at nu_2 = 1", "Greek name": "at lambda = 1",
+           "expectation": "E[v] = 0", "fraction": "variance n/m"}
+    good = ("fan-in/fan-out of a ReLU layer, 0/20000 = 0, theory 0.3305 \u00b1 0.001, "
+            "E. coli, the E-step")
+    blocks = [f"<div class='eit-verdict'>{t}</div>" for t in bad.values()]
+    blocks.append("<div class='eit-verdict'>ok <span class='math notranslate nohighlight'>"
+                  "\\(\\sqrt{n}\\|u\\|^2 \\lambda_1\\)</span> " + good + "</div>")
+    (tmp_path / "page.html").write_text("<html><body>" + "".join(blocks) + "</body></html>")
+    found = htmlcheck.code_math(tmp_path)
+    kinds = sorted(d.what.split(" '")[0] for d in found)
+    assert kinds == sorted(bad), [str(d) for d in found]
+
+
 def test_table_rows_have_the_header_width(html):
     defects = htmlcheck.ragged_tables(html)
     assert not defects, _report(defects)
@@ -118,12 +142,14 @@ def test_ledger_page(html):
 
 
 def test_ledger_values_render_sympy_text_as_math(html):
-    """A theory or measured value in SymPy's text form is typeset, not shown as code."""
+    """A theory or measured value that holds a formula (LaTeX in dollars, as ``exact()``
+    writes it, or SymPy's text form in older records) is typeset, not shown as code."""
     sys.path.insert(0, str(ROOT / "_ext"))
     from eit_tex import sympy_text_to_tex
 
     expected = sum(1 for r in _records() for k in ("theory", "measured")
-                   if r[k] and sympy_text_to_tex(r[k]) is not None)
+                   if r[k] and (re.search(r"\$[^$]+\$", r[k])
+                                or sympy_text_to_tex(r[k]) is not None))
     soup = _soup(html / "ledger.html")
     typeset = [v for v in soup.select("span.eit-value")
                if v.strong and v.strong.get_text(strip=True) in ("theory", "measured")

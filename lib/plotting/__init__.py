@@ -28,8 +28,13 @@ __all__ = ["STYLE", "THEORY", "use_style", "measured", "theory", "subplots"]
 
 
 def use_style() -> None:
-    """Apply the book style (and a non-interactive backend when there is no display)."""
+    """Apply the book style; in a notebook, figures are PNGs at twice the pixels of their
+    displayed size (``retina``: sharp on high-density screens and when a phone zooms)."""
     mpl.rcParams.update(STYLE)
+    if "inline" in mpl.get_backend():
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("retina")
 
 
 def _np(a, name: str = "data", *, ndim: int | tuple[int, ...] | None = None) -> np.ndarray:

@@ -95,10 +95,10 @@ def budget_panels(depths: Sequence[int], runs: Mapping, over_d6: Mapping,
                       label=f"d = {n}" if name == "far" else None)
         for label, marker in (("over_d6", "o"), ("over_d3", "^")):
             axes[1].plot(depths, over[label, n], color=c, marker=marker, ms=4, linestyle=":")
-    axes[0].set(xscale="log", yscale="symlog", xlabel="depth L (layers)",
-                ylabel="E Σₖ log‖J_BN(Hᵏ)‖ (nats)")
+    axes[0].set(xscale="log", yscale="symlog", xlabel="depth $L$ (layers)",
+                ylabel=r"$\mathbb{E}\sum_k \log\Vert J_{\mathrm{BN}}(H^k)\Vert$ (nats)")
     axes[0].legend(fontsize=7)
     axes[1].axhline(1.0, color="black", linewidth=1)
-    axes[1].set(xscale="log", yscale="log", xlabel="depth L (layers)",
+    axes[1].set(xscale="log", yscale="log", xlabel="depth $L$ (layers)",
                 ylabel="measured / bound (near isometry)")
     return fig, axes

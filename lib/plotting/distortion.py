@@ -101,8 +101,8 @@ def tail_figure(eps: float, widths: Sequence[int],
          [min(1, chernoff.optimal_bound(k, eps)) for k in ms], {"color": "tab:orange"})]
     for (label, counts), shift, style in zip(items, (1 / 1.06, 1.06), ({}, {"fmt": "s"})):
         series.append(("counts", label, np.array(widths) * shift, counts, style))
-    return panels(series, xlabel="fan-out m (units)", xscale="log", yscale="log",
-                  ylabel=f"P(| ||v||²/||u||² − 1 | > {eps})", ylim=(1e-6, 2))
+    return panels(series, xlabel="fan-out $m$ (units)", xscale="log", yscale="log",
+                  ylabel=rf"$P(|\Vert v\Vert^2/\Vert u\Vert^2 - 1| > {eps})$", ylim=(1e-6, 2))
 
 
 def distortion_figure(widths: Sequence[int], delta: float,
@@ -203,5 +203,5 @@ def distortion_figure(widths: Sequence[int], delta: float,
             content[title].append(("points", "mean, paper scale", widths,
                                    *np.asarray(stored[key], dtype=float).T,
                                    {"marker": "D", "color": "tab:green"}))
-    return panels(content, xlabel="width m (units)",
-                  ylabel="distortion ε (dimensionless)", yscale="log")
+    return panels(content, xlabel="width $m$ (units)",
+                  ylabel=r"distortion $\epsilon$ (dimensionless)", yscale="log")

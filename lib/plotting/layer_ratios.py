@@ -114,7 +114,7 @@ def ratio_panels(runs: Mapping, *, ylabel: str, curves: Mapping | None = None,
                             lw=0)
         for label, y in lines.get(scheme, []):
             theory(ax, np.arange(1, len(y) + 1), y, label=label)
-        ax.set(title=scheme, xlabel="layer l", yscale="log" if scheme in log_panels
+        ax.set(title=scheme, xlabel=r"layer $\ell$", yscale="log" if scheme in log_panels
                else "linear")
     axes[0].set_ylabel(ylabel)
     handles, labels = {}, []

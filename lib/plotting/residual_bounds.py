@@ -91,5 +91,5 @@ def residual_bounds_figure(blocks: Sequence[int], cos_x1: Sequence[float],
         series += [("measured", f"{name}, cos(x, 1) = {sg:+.0f}", blocks, est[i],
                     {"marker": marker, "fillstyle": fill})
                    for (name, est), fill in zip(measured.items(), ("full", "none"))]
-    return panels(series, xlabel="number of blocks B", xscale="log", yscale="log",
-                  ylabel="||f(x)||² / ||x||² (dimensionless)", ylim=(1e-2, 10))
+    return panels(series, xlabel="number of blocks $B$", xscale="log", yscale="log",
+                  ylabel=r"$\Vert f(x)\Vert^2/\Vert x\Vert^2$ (dimensionless)", ylim=(1e-2, 10))

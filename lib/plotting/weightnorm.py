@@ -105,9 +105,10 @@ def k_constant_figure(dims: Sequence[int], measured: Mapping[str, Sequence],
     series = [("measured", f"measured, {law} rows", [d * (1 + 0.08 * (i - 1)) for d in dims],
                est, {"marker": marker})
               for i, ((law, est), marker) in enumerate(zip(measured.items(), "os^"))]
-    series.append(("theory", "derived: K_n = 1 (= eq. 20, n-sphere S_n)", [1, max_n],
+    series.append(("theory", r"derived: $K_n = 1$ (= eq. 20, $n$-sphere $S_n$)", [1, max_n],
                    [1, 1]))
     for (label, values), style in zip(curves.items(), _STYLES):
         series.append(("theory", label, grid, values, style))
-    return panels(series, xlabel="fan-in n (dimensions)",
-                  ylabel="E||v||² / ||u||² (dimensionless)", xscale="log", legend_cols=2)
+    return panels(series, xlabel="fan-in $n$ (dimensions)",
+                  ylabel=r"$\mathbb{E}\Vert v\Vert^2/\Vert u\Vert^2$ (dimensionless)",
+                  xscale="log", legend_cols=2)

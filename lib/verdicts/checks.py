@@ -394,8 +394,8 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
     else:
         worst = max(points, key=lambda p: abs(p.t) / p.crit if p.crit else 0.0)
         statistic, value, threshold = "max |t|", abs(worst.t), worst.crit
-        text = (f"max |t| = {abs(worst.t):.2f} vs {worst.crit:.2f} ({k} point"
-                f"{'s' if k > 1 else ''}, family-wise alpha {criterion.alpha:g}); "
+        text = (f"max $|t|$ = {abs(worst.t):.2f} vs {worst.crit:.2f} ({k} point"
+                f"{'s' if k > 1 else ''}, family-wise $\\alpha = {criterion.alpha:g}$); "
                 f"detectable deviation {tested}, margin {criterion.margin:g}")
     theory_text = (_g(theories[0]) if len(set(theories)) == 1
                    else f"{k} values from {_g(min(theories))} to {_g(max(theories))}")
@@ -411,7 +411,7 @@ def agree(paper: str, claim: str, statement: str, *, theory, estimate, criterion
                          f"{_g(max(abs(p.estimate.value - p.theory) for p in corr_pts))}")
             else:
                 cworst = max(corr_pts, key=lambda p: abs(p.t) / p.crit if p.crit else 0.0)
-                text += f"; corrected: max |t| = {abs(cworst.t):.2f}"
+                text += f"; corrected: max $|t|$ = {abs(cworst.t):.2f}"
             if corr_result == CONFIRMED:
                 outcome = CORRECTED
             else:
@@ -463,7 +463,7 @@ def _one_sided(paper, claim, statement, *, estimate, bound_, criterion, scope, l
         cleared = all(r[3] >= r[2] for r in rows)
         slack = [r[3] - r[2] for r in rows]
         untested = all(r[2] > 0 and r[3] > UNTESTED_FACTOR * r[2] for r in rows)
-    rel = "<=" if upper else ">="
+    rel = r"$\le$" if upper else r"$\ge$"
     tight = min(range(k), key=lambda i: slack[i])
     lab, e, b, lo, hi, c = rows[rows.index(violated[0]) if violated else tight]
     if violated:
@@ -481,7 +481,7 @@ def _one_sided(paper, claim, statement, *, estimate, bound_, criterion, scope, l
         # a true value this far beyond (or inside) the bound is decided with probability 1/2
         text = (f"the interval [{_g(lo)}, {_g(hi)}] straddles the bound {_g(b)}; "
                 f"detectable difference {_g(c * e.se)}")
-    text += f" ({k} point{'s' if k > 1 else ''}, one-sided family-wise alpha {criterion.alpha:g})"
+    text += f" ({_family(k, 'point', criterion.alpha)})"
     where = f" at {lab}" if lab else ""
     recs = [{"name": r[0] or "estimate", **value_record(r[1]), "bound": r[2]} for r in rows]
     test = {"text": text, "statistic": "one-sided interval end", "value": hi if upper else lo,
@@ -570,10 +570,10 @@ def bound(paper: str, claim: str, statement: str, *, bound, failures, criterion:
         text = f"lower end {_g(ends[i][0])} above the bound {_g(bounds[i])}{where}"
     elif cleared:
         outcome = CONFIRMED
-        text = (f"upper end {_g(ends[i][1])} <= bound {_g(bounds[i])}{where}: margin "
+        text = (f"upper end {_g(ends[i][1])} $\\le$ bound {_g(bounds[i])}{where}: margin "
                 f"{_g(bounds[i] - ends[i][1])}")
         if all(b >= 1 for b in bounds):
-            kind, text = CONSISTENCY, text + " (a probability bound >= 1 cannot fail)"
+            kind, text = CONSISTENCY, text + r" (a probability bound $\ge 1$ cannot fail)"
         elif all(ends[j][1] * UNTESTED_FACTOR < bounds[j] for j in range(k)):
             kind = CONSISTENCY
             text += f" (cleared by more than {UNTESTED_FACTOR:g}x: the bound is not under test)"
@@ -581,13 +581,14 @@ def bound(paper: str, claim: str, statement: str, *, bound, failures, criterion:
         outcome = INCONCLUSIVE
         text = (f"the interval [{_g(ends[i][0])}, {_g(ends[i][1])}] straddles the bound "
                 f"{_g(bounds[i])}{where}")
-    text += f" ({k} point{'s' if k > 1 else ''}, one-sided family-wise alpha {criterion.alpha:g})"
+    text += f" ({_family(k, 'point', criterion.alpha)})"
     recs = [{"name": labs[j] or "failures", **value_record(props[j]), "bound": bounds[j]}
             for j in range(k)]
     test = {"text": text, "statistic": "Clopper-Pearson end", "value": ends[i][1],
             "threshold": bounds[i], "margin": bounds[tight] - ends[tight][1], "family": k,
             "alpha": criterion.alpha}
-    return Verdict(paper, claim, statement, outcome, scope, kind, f"P <= {_g(bounds[i])}{where}",
+    theory = f"$P \\le$ {_g(bounds[i])}{where}"
+    return Verdict(paper, claim, statement, outcome, scope, kind, theory,
                    str(props[i]) + ("" if single else where), criterion=criterion.record(),
                    test=test, values=recs + _extra(values))
 
@@ -667,7 +668,7 @@ def order(paper: str, claim: str, statement: str, *, larger, smaller, criterion:
         d = detect[i]
         text = (f"not significant at {labs[i] or 'the point'}"
                 + (f" (detectable difference {_g(d)})" if math.isfinite(d) else ""))
-    text += f" ({k} pair{'s' if k > 1 else ''}, one-sided family-wise alpha {criterion.alpha:g})"
+    text += f" ({_family(k, 'pair', criterion.alpha)})"
     measured = f"{big[i]} vs {small[i]}" + ("" if single else f" at {labs[i]}")
     test = {"text": text, "statistic": "one-sided difference test", "family": k,
             "alpha": criterion.alpha}
@@ -712,7 +713,8 @@ def detects(paper: str, claim: str, statement: str, *, statistic: Statistic, p_v
     if outcome == INCONCLUSIVE and detectable is None:
         raise ValueError("a non-detection must state the smallest effect it could have "
                          "detected: pass detectable")
-    text = f"{criterion.test}: p {'<' if p < criterion.alpha else '>='} {criterion.alpha:g}"
+    rel = "<" if p < criterion.alpha else r"\ge"
+    text = f"{criterion.test}: $p {rel} {criterion.alpha:g}$"
     test = {"text": text, "statistic": criterion.test, "value": statistic.value, "p": p,
             "threshold": criterion.alpha}
     if outcome == INCONCLUSIVE:
@@ -806,6 +808,16 @@ def _equal(a: sp.Basic, b: sp.Basic) -> bool:
     return bool(diff.equals(0))
 
 
+def _family(k: int, noun: str, alpha: float) -> str:
+    """'3 points, one-sided family-wise $\\alpha = 0.01$'."""
+    return f"{k} {noun}{'s' if k > 1 else ''}, one-sided family-wise $\\alpha = {alpha:g}$"
+
+
+def _tex(expr) -> str:
+    """A SymPy value as inline math, ``$...$`` (rendered verdicts typeset it)."""
+    return f"${sp.latex(expr)}$"
+
+
 def exact(paper: str, claim: str, statement: str, *, printed, derived, scope: str,
           if_wrong: str = CORRECTED, correction: str = "", kind: str = EXACT) -> Verdict:
     """A printed formula against the SymPy derivation: equal means confirmed.
@@ -821,19 +833,19 @@ def exact(paper: str, claim: str, statement: str, *, printed, derived, scope: st
     kind = _kind(kind)
     correction = _correction(correction)
     printed, derived = _sympy("printed", printed), _sympy("derived", derived)
-    shown = f"printed {sp.sstr(printed)}"
+    shown = f"printed {_tex(printed)}"
     vals = [{"name": "printed", **value_record(printed)},
             {"name": "derived", **value_record(derived)}]
     if _equal(printed, derived):
         return Verdict(paper, claim, statement, CONFIRMED, scope, kind, shown,
-                       f"derived {sp.sstr(derived)}",
+                       f"derived {_tex(derived)}",
                        test={"text": "symbolic difference simplifies to 0"}, values=vals)
     if if_wrong == CORRECTED and not (isinstance(correction, str) and correction.strip()):
         raise ValueError("correction must explain the erratum when the formulas differ")
     outcome = if_wrong if if_wrong == CORRECTED else _failed(scope)
     return Verdict(paper, claim, statement, outcome, scope, kind, shown,
-                   f"derived {sp.sstr(derived)}", correction=correction or
-                   f"use {sp.sstr(derived)}", test={"text": "symbolic difference is not 0"},
+                   f"derived {_tex(derived)}", correction=correction or
+                   f"use {_tex(derived)}", test={"text": "symbolic difference is not 0"},
                    values=vals)
 
 

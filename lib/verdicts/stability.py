@@ -248,6 +248,18 @@ def _one_sided(record: Mapping, upper: bool) -> Stability | None:
     return _decide(record["outcome"], conf, keep, pts)
 
 
+def _upper_bound(record: Mapping) -> bool:
+    """Whether a one-sided record bounds its estimates from above: its theory reads
+    "$\\le$ b" ("<= b" in records written before the verdict text was typeset), not
+    "$\\ge$ b"."""
+    theory = str(record.get("theory", "")).lstrip()
+    if theory.startswith(("<=", "$\\le$")):
+        return True
+    if theory.startswith((">=", "$\\ge$")):
+        return False
+    raise ValueError(f"record['theory'] must start with a bound's relation, got {theory!r}")
+
+
 def _difference(x: Mapping, y: Mapping) -> Estimate:
     """larger - smaller for a pair of estimates, or an estimate and an exact number, as
     :func:`eit.verdicts.checks.order` forms it (Welch)."""
@@ -512,7 +524,7 @@ def of_record(record: Mapping) -> Stability | None:
         if crit.get("criterion") == "Agreement" and statistic == "max |t|":
             return _agreement(record)
         if statistic == "one-sided interval end":
-            return _one_sided(record, upper=str(record.get("theory", "")).startswith("<="))
+            return _one_sided(record, upper=_upper_bound(record))
         if statistic == "one-sided difference test":
             return _order(record)
         if statistic == "Clopper-Pearson end":
