@@ -331,6 +331,13 @@ def test_tables_refuse_bare_floats():
                                                                        "exact"]
 
 
+def test_tables_typeset_sympy_cells_and_keep_their_text():
+    t = Table(["$n$", "$K_n$"], [[2, sp.sqrt(2) / 2 + sp.Rational(1, 3)]])
+    bundle, _ = t._repr_mimebundle_()
+    assert "\\frac{\\sqrt{2}}{2}" in bundle["text/html"] and "sqrt(" not in bundle["text/html"]
+    assert "1/3 + sqrt(2)/2" in bundle["text/plain"]       # the plain text stays SymPy's
+
+
 def test_refuted_is_not_allowed_on_a_substitute():
     with pytest.raises(ValueError, match="substitute"):
         records.Verdict("p", "c", "s", REFUTED, SUBSTITUTE, "test", "t", "m")

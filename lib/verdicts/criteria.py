@@ -29,7 +29,15 @@ from ..core.provenance import Snapshot, snapshot
 from .records import MIME_CRITERION
 from .stats import execution_count
 
-__all__ = ["Agreement", "Inequality", "Detection", "Criterion"]
+__all__ = ["Agreement", "Inequality", "Detection", "Criterion", "EXACT_LAW_ALPHA",
+           "APPROXIMATE_ALPHA"]
+
+#: Family-wise level of an :class:`Agreement` with an exact law (one budget of false
+#: refutations shared by the book's exact laws: see :class:`Agreement`).
+EXACT_LAW_ALPHA = 1e-4
+#: Family-wise level of an :class:`Agreement` with an approximate law, and of the other
+#: criteria.
+APPROXIMATE_ALPHA = 1e-3
 
 
 def _alpha(value) -> float:
@@ -68,8 +76,14 @@ class Agreement(_Shown):
         theory value when ``relative``. A confirmation needs intervals narrower than it.
     relative : bool
         Whether ``margin`` is relative to the theory value.
-    alpha : float
-        Family-wise error rate over the points of one verdict (Bonferroni).
+    alpha : float, optional
+        Family-wise error rate over the points of one verdict (Bonferroni). By default
+        :data:`EXACT_LAW_ALPHA` (``1e-4``) for an exact law and :data:`APPROXIMATE_ALPHA`
+        (``1e-3``) for an approximation. A confirmed exact law is refuted by a re-run with
+        probability ``alpha`` by design, whatever its sample size, so the book's exact laws
+        (about 80) share one budget of false refutations: ``1e-4`` each keeps their expected
+        number per re-run of the whole book under 0.01, where ``1e-3`` made it 0.08 (design
+        notes, "Stable records do not make a flip-free book").
     exact_law : bool
         True when the theory is exact at the tested setting: any significant deviation
         refutes it. False for an approximation (an asymptotic law at finite size): then
@@ -79,13 +93,13 @@ class Agreement(_Shown):
     Examples
     --------
     >>> print(Agreement(margin=0.02, relative=True).text())  # doctest: +NORMALIZE_WHITESPACE
-    estimates agree with the exact theory: every 99.9% simultaneous t-interval (Bonferroni)
+    estimates agree with the exact theory: every 99.99% simultaneous t-interval (Bonferroni)
     contains the theory value and is narrower than ±2% of it
     """
 
     margin: float
     relative: bool = False
-    alpha: float = 0.001
+    alpha: float | None = None
     exact_law: bool = True
     declared_in: int | None = field(default_factory=execution_count, compare=False)
     #: the registered generators' states at the declaration (eit.core.provenance): a check
@@ -100,11 +114,14 @@ class Agreement(_Shown):
             raise ValueError(f"margin must be finite and > 0, got {self.margin!r}")
         if not isinstance(self.relative, bool) or not isinstance(self.exact_law, bool):
             raise TypeError("relative and exact_law must be bools")
+        if self.alpha is None:
+            object.__setattr__(self, "alpha",
+                               EXACT_LAW_ALPHA if self.exact_law else APPROXIMATE_ALPHA)
         object.__setattr__(self, "alpha", _alpha(self.alpha))
 
     def text(self) -> str:
         m = f"±{100 * self.margin:.3g}% of it" if self.relative else f"±{self.margin:.3g}"
-        conf = f"{100 * (1 - self.alpha):.3g}%"
+        conf = f"{100 * (1 - self.alpha):.6g}%"
         if self.exact_law:
             return (f"estimates agree with the exact theory: every {conf} simultaneous "
                     f"t-interval (Bonferroni) contains the theory value and is narrower than {m}")
@@ -123,7 +140,7 @@ class Inequality(_Shown):
     then recorded as a consistency check with its margin.
     """
 
-    alpha: float = 0.001
+    alpha: float = APPROXIMATE_ALPHA
     declared_in: int | None = field(default_factory=execution_count, compare=False)
     #: the registered generators' states at the declaration (eit.core.provenance): a check
     #: refuses data whose generator has not drawn since
@@ -134,7 +151,7 @@ class Inequality(_Shown):
         object.__setattr__(self, "alpha", _alpha(self.alpha))
 
     def text(self) -> str:
-        conf = f"{100 * (1 - self.alpha):.3g}%"
+        conf = f"{100 * (1 - self.alpha):.6g}%"
         return (f"one-sided {conf} simultaneous intervals (t or Clopper-Pearson, Bonferroni): "
                 "confirmed if all clear the bound, refuted if one lies entirely beyond it")
 
@@ -147,7 +164,7 @@ class Detection(_Shown):
     """
 
     test: str
-    alpha: float = 0.001
+    alpha: float = APPROXIMATE_ALPHA
     declared_in: int | None = field(default_factory=execution_count, compare=False)
     #: the registered generators' states at the declaration (eit.core.provenance): a check
     #: refuses data whose generator has not drawn since

@@ -32,7 +32,7 @@ from .stats import Estimate, Proportion, Statistic
 __all__ = ["MIME_VERDICT", "MIME_TABLE", "MIME_CRITERION", "CONFIRMED", "CORRECTED", "REFUTED",
            "INCONCLUSIVE", "NOT_REPRODUCED", "OUTCOMES", "PAPER", "SUBSTITUTE", "EXTENSION",
            "SCOPES", "TEST", "EXACT", "CONSISTENCY", "KINDS", "Exact", "Verdict", "Table",
-           "value_record", "render_value", "tex_to_html"]
+           "value_record", "render_value", "render_html", "tex_to_html"]
 
 MIME_VERDICT = "application/vnd.eit.verdict+json"
 MIME_TABLE = "application/vnd.eit.table+json"
@@ -118,6 +118,21 @@ def render_value(value) -> str:
     if isinstance(value, sp.Basic):
         return sp.sstr(value)
     return str(value)
+
+
+def render_html(value) -> str:
+    """HTML of one value: a SymPy value typeset (``$latex$``), any other as
+    :func:`render_value` with its ``$...$`` math typeset.
+
+    Examples
+    --------
+    >>> print(render_html(sp.sqrt(2) / 2))
+    <span class="math notranslate nohighlight">\\(\\frac{\\sqrt{2}}{2}\\)</span>
+    """
+    if isinstance(value, sp.Basic):
+        value_record(value)
+        return tex_to_html(f"${sp.latex(value)}$")
+    return tex_to_html(render_value(value))
 
 
 _MATH = re.compile(r"\$([^$]+)\$")
@@ -302,8 +317,8 @@ class Table:
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         head = "".join(f"<th>{tex_to_html(h)}</th>" for h in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{tex_to_html(c)}</td>" for c in r) + "</tr>"
-                       for r in self._cells())
+        body = "".join("<tr>" + "".join(f"<td>{render_html(c)}</td>" for c in r) + "</tr>"
+                       for r in self.rows)
         cap = f"<caption>{tex_to_html(self.caption)}</caption>" if self.caption else ""
         markup = (f"<table class='eit-table'>{cap}<thead><tr>{head}</tr></thead>"
                   f"<tbody>{body}</tbody></table>")
