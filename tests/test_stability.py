@@ -140,6 +140,27 @@ def test_exact_law_confirmation_is_as_stable_as_its_coverage():
 
 
 
+def test_exact_law_near_its_margin_predicts_the_rerun():
+    """An exact law whose interval is about as wide as its margin: whether a re-run confirms
+    it or calls it too wide depends on the re-run's own standard error, which the model
+    varies (log-ratio sd ``1/sqrt(df)``): on true spreads around the one that fills the
+    margin, predicted and observed agreement match (the earlier model, which took the
+    half-width as fixed, predicted 0.86 where 0.48 was observed at a single spread)."""
+    n, margin = 50, 0.29                       # half-width t_49 sigma / sqrt(50): 0.284 sigma
+    crit = Agreement(margin=margin, alpha=0.05, exact_law=True)
+
+    def run(rng, sigma):
+        x = rng.normal(1.0, sigma, n)
+        return agree("key", "c", "s", theory=1.0, criterion=crit, scope="paper",
+                     estimate=Estimate(float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)),
+                                       n, df=n - 1))
+
+    predicted, same = _pairs(lambda rng: rng.uniform(0.6, 1.4), run, seed=11)
+    _agrees_on_average(predicted, same)
+    shaky = predicted < 0.8
+    assert shaky.sum() > 300 and same[shaky].mean() < 0.8   # margin-decided runs exist
+
+
 def test_skew_moves_the_t_intervals_error_to_one_tail():
     """The design notes' reading of the seed-5 flips: skewed samples (Gamma, skewness 0.6,
     n = 100; 400,000 studentized means) keep the two-sided level of a t-interval near its

@@ -17,7 +17,13 @@ agreement with an exact law (every interval must contain the theory) that was co
 asserts that the true means *are* the theory values; under that claim a re-run confirms with
 the probability its intervals were built for, ``(1 - alpha/k)^k`` (at least ``1 - alpha``:
 0.9999 at the exact-law default ``alpha = 1e-4``),
-provided they stay narrower than the margin. Each outcome is an
+provided they stay narrower than the margin. Whether they do is itself random: the half-width
+is a critical value times an estimated standard error, and two runs' standard errors differ
+by a factor whose logarithm has the standard deviation ``1/sqrt(df)`` for normal data (a
+lower bound for heavier tails), so each point stays narrower than its margin ``m`` with
+probability ``Phi(log(m/h) sqrt(df))``; this enters every outcome that a margin decides (an
+exact law confirmed, inconclusive, or corrected, and a refutation that a correction could
+turn into a corrected outcome). Each outcome is an
 event on the ``e'_i``: every point inside an interval ("all inside") or one point outside
 ("any outside"), so its probability is a product of normal probabilities of intervals. For
 one point and one threshold at distance ``d`` standard errors the agreement probability is
@@ -176,6 +182,21 @@ def _events(crit: Mapping, t: float, h: float) -> tuple[tuple[float, float], ...
     return (t - m + h, t + m - h), (t - m - h, t + m + h)
 
 
+def _narrow(e: Estimate, h: float, m: float) -> float:
+    """P(a re-run's half-width stays <= the margin ``m``), its half-width now ``h``.
+
+    The half-width is the critical value times the standard error, and the standard error is
+    itself estimated: for normal data ``se^2`` is ``sigma^2 chi2_df / df``, so ``log se`` has
+    the standard deviation ``1/sqrt(2 df)``, and the ratio of two independent runs' standard
+    errors ``1/sqrt(df)`` (``df`` of the estimate, else ``n - 1``). Heavier tails than the
+    normal's make it vary more: the probability is then an upper bound.
+    """
+    df = e.df if e.df is not None else e.n - 1
+    if df <= 0 or h == 0:
+        return 1.0 if h <= m else 0.0
+    return float(_st.norm.cdf(math.log(m / h) * math.sqrt(df)))
+
+
 def _agreement(record: Mapping) -> Stability | None:
     crit, test = record["criterion"], record["test"]
     rows = [v for v in record["values"] if v.get("type") == "estimate" and "theory" in v]
@@ -186,13 +207,16 @@ def _agreement(record: Mapping) -> Stability | None:
     pts, conf, keep, corr_conf = [], 1.0, 1.0, 1.0
     corr_pts = []          # distances to the corrected law's thresholds (a corrected outcome)
     joint = 1.0            # corrected confirmed and printed kept, on the same re-run
-    narrow = True
+    narrow = corr_narrow = 1.0   # P(every re-run interval narrower than its margin)
     for v in rows:
         e = _estimate(v)
         if not e.se > 0:
             return None
         h, t = e.critical(alpha / k, sides=2) * e.se, _num(v, "theory")
-        narrow &= not exact_law or h <= _margin(crit, t)
+        if exact_law:
+            narrow *= _narrow(e, h, _margin(crit, t))
+            if "corrected" in v:
+                corr_narrow *= _narrow(e, h, _margin(crit, _num(v, "corrected")))
         (c_lo, c_hi), (k_lo, k_hi) = _events(crit, t, h)
         pt = _Point(v.get("name", ""), e.value, e.se, [c_lo, c_hi, k_lo, k_hi])
         pts.append(pt)
@@ -208,18 +232,23 @@ def _agreement(record: Mapping) -> Stability | None:
             corr_pts.append(_Point(v.get("name", ""), e.value, e.se, [a_lo, a_hi]))
             joint *= _prob(max(a_lo, k_lo), min(a_hi, k_hi), centre, law_se)
     outcome = record["outcome"]
+    # a corrected outcome needs the printed law to fail and the corrected one to confirm
+    corrected = ((corr_conf - joint) * corr_narrow
+                 if any("corrected" in v for v in rows) else 0.0)
     if outcome == CORRECTED and any("corrected" in v for v in rows):
-        p = corr_conf - joint
+        p = corrected
     elif outcome == CONFIRMED and exact_law:
         # the claim confirmed is mu_i = t_i: under it each interval covers t_i with
         # probability 1 - alpha/k (the test's design), whatever the recorded e_i
-        p = (1.0 - alpha / k) ** k if narrow else 0.0
+        p = (1.0 - alpha / k) ** k * narrow
     elif outcome == CONFIRMED:
-        p = conf if narrow else 0.0
+        p = conf
     elif outcome in (REFUTED, NOT_REPRODUCED):
-        p = 1.0 - keep
+        p = 1.0 - keep - corrected
+    elif exact_law:                           # inconclusive: every interval held its
+        p = (1.0 - alpha / k) ** k * (1.0 - narrow)   # theory (as above), one too wide
     else:                                     # inconclusive
-        p = keep - (conf if narrow else 0.0)
+        p = keep - conf
     # a corrected outcome is decided at the corrected law's thresholds: report those
     near = corr_pts if outcome == CORRECTED and corr_pts else pts
     worst = min(near, key=lambda q: q.distance)
