@@ -139,7 +139,6 @@ def test_exact_law_confirmation_is_as_stable_as_its_coverage():
     assert abs(again - (1 - 0.05 / 4) ** 4) < 4 * se
 
 
-
 def test_exact_law_near_its_margin_predicts_the_rerun():
     """An exact law whose interval is about as wide as its margin: whether a re-run confirms
     it or calls it too wide depends on the re-run's own standard error, which the model
@@ -180,6 +179,7 @@ def test_skew_moves_the_t_intervals_error_to_one_tail():
     assert abs((low + high) / reps - 2 * tail) < 0.2 * 2 * tail        # 0.0023 vs 0.002
     assert abs(low / reps - (tail + shift)) < 0.15 * (tail + shift)     # 0.0019 vs 0.0017
     assert high / reps < tail - shift / 2 and low / reps > tail + shift / 2 + 4 * se
+
 
 def test_counted_failures_predict_the_rerun():
     """bound(): two points of 200 trials against P <= 0.1 (counts binomial, true failure

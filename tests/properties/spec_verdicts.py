@@ -473,6 +473,8 @@ RECORDS = [
          strict=True),
     Spec(records.render_value, lambda: {"value": _est(1.0, 0.1, 10)}, {"value": RECORDABLE},
          strict=True),
+    Spec(records.render_html, lambda: {"value": _est(1.0, 0.1, 10)}, {"value": RECORDABLE},
+         strict=True),
     Spec(records.tex_to_html, lambda: {"text": "a $x^2$ < b"}, {"text": STR}),
 ]
 
