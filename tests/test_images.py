@@ -6,7 +6,7 @@ import pytest
 import torch
 from sklearn.datasets import load_digits, load_sample_image
 
-from eit.train.images import digits_batch, sample_image
+from eit.train.images import digits_batch, mnist_batch, sample_image
 
 
 @pytest.mark.parametrize("size", [16, 32])
@@ -46,3 +46,26 @@ def test_bad_input():
         digits_batch(10, 65)
     with pytest.raises(ValueError, match="n must"):
         digits_batch(0, 5)
+
+
+def test_mnist_batch_is_the_first_digits_on_their_most_variable_pixels():
+    from eit.core.store import load_result
+    from eit.train.sgd import MNIST
+
+    X = mnist_batch(101, 100)
+    assert X.shape == (100, 101) and X.dtype == torch.float64 and X.is_contiguous()
+    var = X.var(dim=1)
+    assert bool((var[:-1] >= var[1:]).all())           # ranked by variance over the batch
+    images = torch.from_numpy(load_result(MNIST)[0]["images"][:101].reshape(101, -1))
+    rest = torch.ones(784, dtype=torch.bool)
+    for row in X:                                       # every kept row is a pixel column
+        match = (images.double() / 255 == row[:, None]).all(dim=0) & rest
+        assert match.any()
+        rest[int(match.nonzero()[0])] = False
+    assert float((images.double() / 255)[:, rest].var(dim=0).max()) <= float(var.min())
+    centred = X - X.mean(dim=1, keepdim=True)           # the paper's d = 100 is non-singular
+    assert int(torch.linalg.matrix_rank(centred)) == 100
+    with pytest.raises(ValueError, match="pixels"):
+        mnist_batch(10, 785)
+    with pytest.raises(ValueError, match="n must be"):
+        mnist_batch(10001, 5)

@@ -87,7 +87,8 @@ def ratio_panels(runs: Mapping, *, ylabel: str, curves: Mapping | None = None,
         ``{scheme: [(label, y), ...]}``: theory curves of length L, dashed.
     paper : mapping, optional
         ``{scheme: {width: (mean, sd)}}``: per-layer paper-scale results, drawn as a line and
-        a band of one standard deviation.
+        a band of one standard deviation, in the colour of the network of the same width in
+        ``runs`` (grey if there is none).
     log_panels : sequence of str
         The schemes whose panel has a logarithmic y axis.
 
@@ -102,13 +103,15 @@ def ratio_panels(runs: Mapping, *, ylabel: str, curves: Mapping | None = None,
     fig, axes = subplots(ncols=len(runs))
     axes = np.atleast_1d(axes)
     for ax, scheme in zip(axes, runs):
+        colors = {}                      # a band takes the colour of its width's network
         for width, (mean, sd) in ratios[scheme].items():
             layers = np.arange(1, mean.shape[0] + 1)
-            ax.errorbar(layers, mean, yerr=sd, fmt="o-", ms=3, capsize=2,
-                        label=f"width {width}")
+            bars = ax.errorbar(layers, mean, yerr=sd, fmt="o-", ms=3, capsize=2,
+                               label=f"width {width}")
+            colors[width] = bars.lines[0].get_color()
         for width, (mean, sd) in bands.get(scheme, {}).items():
             layers = np.arange(1, mean.shape[0] + 1)
-            line, = ax.plot(layers, mean, color="tab:green", lw=1.2,
+            line, = ax.plot(layers, mean, color=colors.get(width, "tab:gray"), lw=1.2,
                             label=f"width {width}, paper scale")
             ax.fill_between(layers, mean - sd, mean + sd, color=line.get_color(), alpha=0.15,
                             lw=0)

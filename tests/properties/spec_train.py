@@ -271,6 +271,7 @@ SPECS = [
     Spec(images.sample_image, lambda: {"size": 4, "name": "china.jpg"},
          {"size": COUNT, "name": CHOICE}),
     Spec(images.digits_batch, lambda: {"n": 5, "pixels": 4}, {"n": COUNT, "pixels": COUNT}),
+    Spec(images.mnist_batch, lambda: {"n": 5, "pixels": 4}, {"n": COUNT, "pixels": COUNT}),
     # --- lanczos -----------------------------------------------------------------------------
     Spec(lanczos.hessian_operator, lambda: {"loss": _ws_loss(), "params": [_weights()[1]]},
          {"loss": LOSS, "params": PARAMS}, finite_result=False),
