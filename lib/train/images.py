@@ -89,17 +89,18 @@ def digits_batch(n: int, pixels: int) -> torch.Tensor:
     """
     from sklearn.datasets import load_digits
 
+    return _batch(torch.tensor(load_digits().data, dtype=DTYPE), n, pixels, rank_over_all=True)
+
+
+def _batch(images: torch.Tensor, n, pixels, *, rank_over_all: bool) -> torch.Tensor:
+    """The first ``n`` rows on the ``pixels`` columns of largest variance (over all rows, or
+    over the ``n`` kept), as ``d x n``; ``n`` and ``pixels`` checked against the images."""
     n, pixels = v.positive_int("n", n), v.positive_int("pixels", pixels)
-    digits = torch.tensor(load_digits().data, dtype=DTYPE)
-    if n > digits.shape[0] or pixels > digits.shape[1]:
-        raise ValueError(f"n must be at most {digits.shape[0]} and pixels at most "
-                         f"{digits.shape[1]}, got n={n}, pixels={pixels}")
-    return _batch(digits, n, pixels)
-
-
-def _batch(images: torch.Tensor, n: int, pixels: int) -> torch.Tensor:
-    """The first ``n`` rows on the ``pixels`` columns of largest variance, as ``d x n``."""
-    keep = torch.argsort(images.var(dim=0), descending=True, stable=True)[:pixels]
+    if n > images.shape[0] or pixels > images.shape[1]:
+        raise ValueError(f"n must be at most {images.shape[0]} and pixels at most "
+                         f"{images.shape[1]}, got n={n}, pixels={pixels}")
+    ranked = images if rank_over_all else images[:n]
+    keep = torch.argsort(ranked.var(dim=0), descending=True, stable=True)[:pixels]
     return images[:n][:, keep].T.contiguous()
 
 
@@ -139,10 +140,6 @@ def mnist_batch(n: int, pixels: int) -> torch.Tensor:
     from ..core.store import load_result
     from .sgd import MNIST
 
-    n, pixels = v.positive_int("n", n), v.positive_int("pixels", pixels)
     arrays, _ = load_result(MNIST)
     images = torch.from_numpy(arrays["images"].reshape(len(arrays["images"]), -1)).to(DTYPE)
-    if n > images.shape[0] or pixels > images.shape[1]:
-        raise ValueError(f"n must be at most {images.shape[0]} and pixels at most "
-                         f"{images.shape[1]}, got n={n}, pixels={pixels}")
-    return _batch(images[:n] / 255, n, pixels)
+    return _batch(images / 255, n, pixels, rank_over_all=False)
