@@ -25,7 +25,7 @@ from eit.models.isometry_lemmas import isometry_gap_logdet, isometry_lemma_check
 from eit.sample.laws import haar_orthogonal
 from eit.sample.logits import random_logits
 from eit.sample.quasi import quasi_normal, quasi_uniform
-from eit.train.batch_rank import random_batch_ranks
+from eit.train.batch_rank import gram_ranks, random_batch_ranks, random_batches
 from eit.verdicts import stats
 from eit.verdicts.stats import significant_exceedances
 
@@ -275,11 +275,37 @@ def test_batch_ranks_match_the_former_chapter_code():
         assert int(new.max()) <= min(n, 5)
 
 
+def test_gram_ranks_are_numerical_ranks_at_sqrt_n_eps():
+    # sigma_i(B B^T) = sigma_i(B)^2: in single precision a singular value of B below
+    # sigma_max sqrt(n eps) (4.9e-4 for n = 2) is lost, in double precision it is not
+    batch = torch.diag(torch.tensor([1.0, 1e-4], dtype=DTYPE))[None]
+    assert gram_ranks(batch).tolist() == [2]
+    assert gram_ranks(batch.float()).tolist() == [1]
+    assert torch.linalg.matrix_rank(batch.float()).tolist() == [2]
+    assert gram_ranks(torch.diag(torch.tensor([1.0, 1e-3]))[None]).tolist() == [2]
+
+
+def test_random_batches_are_the_batches_that_random_batch_ranks_measures():
+    data = torch.randn(40, 6, generator=torch.Generator().manual_seed(3), dtype=DTYPE)
+    data[:, 0] = data[:, 1]                                     # rank at most 5
+    batches = random_batches(data, 8, 5, gen=generator(4))
+    assert batches.shape == (5, 8, 6) and batches.dtype == DTYPE
+    rows = {tuple(r) for r in data.tolist()}
+    assert all(tuple(r) in rows for r in batches.reshape(-1, 6).tolist())
+    assert all(len({tuple(r) for r in b.tolist()}) == 8 for b in batches)   # distinct
+    assert torch.equal(gram_ranks(batches), random_batch_ranks(data, 8, 5, gen=generator(4)))
+    assert gram_ranks(batches).tolist() == [5] * 5
+
+
 def test_batch_ranks_bad_input():
     with pytest.raises(ValueError, match="batch_size"):
         random_batch_ranks(torch.ones(3, 2, dtype=DTYPE), 4, 1, gen=generator(0))
     with pytest.raises(ValueError, match="data"):
         random_batch_ranks(torch.ones(3, dtype=DTYPE), 1, 1, gen=generator(0))
+    with pytest.raises(ValueError, match="batch_size"):
+        random_batches(torch.ones(3, 2, dtype=DTYPE), 4, 1, gen=generator(0))
+    with pytest.raises(ValueError, match="batches"):
+        gram_ranks(torch.ones(3, 2, dtype=DTYPE))
 
 
 def _logits_chapter_05(n, C, gen):

@@ -237,6 +237,10 @@ SPECS = [
     Spec(batch_rank.random_batch_ranks,
          lambda: {"data": _x(6, 3), "batch_size": 3, "n_batches": 2, "gen": generator(0)},
          {"data": ARRAY, "batch_size": COUNT, "n_batches": COUNT, "gen": GENERATOR}),
+    Spec(batch_rank.random_batches,
+         lambda: {"data": _x(6, 3), "batch_size": 3, "n_batches": 2, "gen": generator(0)},
+         {"data": ARRAY, "batch_size": COUNT, "n_batches": COUNT, "gen": GENERATOR}),
+    Spec(batch_rank.gram_ranks, lambda: {"batches": _x(2, 3, 4)}, {"batches": ARRAY}),
     # --- batched -----------------------------------------------------------------------------
     Spec(batched.accuracies,
          lambda: {"model": _relu_stack(), "x": _x(12, 4), "y": torch.arange(12) % 10},
