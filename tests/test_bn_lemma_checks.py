@@ -25,7 +25,12 @@ from eit.models.isometry_lemmas import isometry_gap_logdet, isometry_lemma_check
 from eit.sample.laws import haar_orthogonal
 from eit.sample.logits import random_logits
 from eit.sample.quasi import quasi_normal, quasi_uniform
-from eit.train.batch_rank import gram_ranks, random_batch_ranks, random_batches
+from eit.train.batch_rank import (
+    batch_ranks,
+    gram_ranks,
+    random_batch_ranks,
+    random_batches,
+)
 from eit.verdicts import stats
 from eit.verdicts.stats import significant_exceedances
 
@@ -283,6 +288,26 @@ def test_gram_ranks_are_numerical_ranks_at_sqrt_n_eps():
     assert gram_ranks(batch.float()).tolist() == [1]
     assert torch.linalg.matrix_rank(batch.float()).tolist() == [2]
     assert gram_ranks(torch.diag(torch.tensor([1.0, 1e-3]))[None]).tolist() == [2]
+
+
+def test_batch_ranks_are_the_batches_own_ranks_with_their_margin():
+    # the single-precision Gram matrix loses sigma = 1e-4; the batch itself keeps it, 9
+    # decades above the threshold 2 eps (eps = 2.2e-16)
+    batch = torch.diag(torch.tensor([1.0, 1e-4], dtype=DTYPE))[None]
+    own = batch_ranks(batch.float())
+    assert own.ranks.tolist() == [2] and gram_ranks(batch.float()).tolist() == [1]
+    own = batch_ranks(batch)
+    assert own.ranks.tolist() == [2] and float(own.ratio[0]) == pytest.approx(1e-4)
+    assert float(own.margin[0]) == pytest.approx(-4 - math.log10(2 * 2.0**-52), abs=1e-9)
+    # a dependent row: rank 1, its zero-ish singular value far below the threshold
+    dep = torch.tensor([[[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]]], dtype=DTYPE)
+    assert batch_ranks(dep).ranks.tolist() == [1]
+    assert float(batch_ranks(dep).margin[0]) > 0
+    zero = batch_ranks(torch.zeros(1, 2, 3, dtype=DTYPE))
+    assert zero.ranks.tolist() == [0] and zero.ratio.tolist() == [0.0]
+    assert math.isinf(float(zero.margin[0]))
+    with pytest.raises(ValueError, match="batches"):
+        batch_ranks(torch.ones(2, 3, dtype=DTYPE))
 
 
 def test_random_batches_are_the_batches_that_random_batch_ranks_measures():

@@ -4,19 +4,21 @@ Meterez et al. (2024, Appendix E, Table E1) draw random batches of ``n`` images 
 and report whether the ``n x n`` Gram matrix of each batch has full rank, computed with
 ``torch.linalg.matrix_rank``. :func:`random_batch_ranks` does the same on any data matrix;
 :func:`random_batches` draws the batches and :func:`gram_ranks` measures them, so that the
-same batches can also be measured otherwise (the rank of a batch itself, from its singular
-values: the Gram matrix squares them, and in single precision its rank is a numerical rank at
-a relative precision of about ``sqrt(n eps)``).
+same batches can also be measured by :func:`batch_ranks`: the rank of a batch itself, from its
+singular values (the Gram matrix squares them, and in single precision its rank is a numerical
+rank at a relative precision of about ``sqrt(n eps)``).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 
 from ..core import validate as v
 from ..core.scaling import rescaled
 
-__all__ = ["gram_ranks", "random_batch_ranks", "random_batches"]
+__all__ = ["BatchRanks", "batch_ranks", "gram_ranks", "random_batch_ranks", "random_batches"]
 
 
 def random_batches(data: torch.Tensor, batch_size: int, n_batches: int, *,
@@ -97,6 +99,54 @@ def gram_ranks(batches: torch.Tensor) -> torch.Tensor:
     # keeps its Gram matrix from overflowing or underflowing
     batches = rescaled(batches, 1)[0]
     return torch.linalg.matrix_rank(batches @ batches.transpose(-2, -1))
+
+
+class BatchRanks(NamedTuple):
+    """The ranks of batches from their own singular values (:func:`batch_ranks`)."""
+
+    ranks: torch.Tensor      #: (n_batches,) integer ranks
+    ratio: torch.Tensor      #: (n_batches,) sigma_min / sigma_max (0 for a zero batch)
+    margin: torch.Tensor     #: (n_batches,) decades from the threshold to the nearest sigma_i
+
+
+def batch_ranks(batches: torch.Tensor) -> BatchRanks:
+    """Ranks of batches ``B`` themselves, from their singular values, with each decision's margin.
+
+    A singular value counts when it exceeds ``sigma_max(B) max(n, p) eps`` (the default rule
+    of ``torch.linalg.matrix_rank``, in the dtype of ``batches``). ``margin`` is the distance,
+    in decades, from that threshold to the nearest singular value: a rank with a margin of a
+    few decades is not decided by rounding.
+
+    Parameters
+    ----------
+    batches : torch.Tensor
+        Shape ``(n_batches, n, p)`` (:func:`random_batches`).
+
+    Returns
+    -------
+    BatchRanks
+        ``ranks``, ``ratio`` (``sigma_min / sigma_max`` over the ``min(n, p)`` singular values)
+        and ``margin``, each of shape ``(n_batches,)``. A zero batch has rank 0, ratio 0 and an
+        infinite margin.
+
+    References
+    ----------
+    Meterez et al. (2024), Appendix E, Table E1.
+
+    Examples
+    --------
+    >>> r = batch_ranks(torch.diag(torch.tensor([1.0, 1e-4], dtype=torch.float64))[None])
+    >>> r.ranks, r.ratio
+    (tensor([2]), tensor([0.0001], dtype=torch.float64))
+    """
+    batches = v.tensor("batches", batches, ndim=3)
+    sv = torch.linalg.svdvals(batches)                      # (n_batches, min(n, p)), descending
+    top = sv[:, :1]
+    rel_tol = max(batches.shape[1:]) * torch.finfo(sv.dtype).eps
+    relative = torch.where(top > 0, sv / top.clamp_min(torch.finfo(sv.dtype).tiny), 0.0)
+    margin = (relative / rel_tol).log10().abs().amin(dim=-1)
+    return BatchRanks(ranks=(relative > rel_tol).sum(dim=-1), ratio=relative[:, -1],
+                      margin=margin)
 
 
 def random_batch_ranks(data: torch.Tensor, batch_size: int, n_batches: int, *,
