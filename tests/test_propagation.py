@@ -112,12 +112,20 @@ def test_one_layer_bad_arguments(kwargs, name):
 
 
 def test_kept_and_redrawn_weights_give_the_same_numbers(monkeypatch):
-    x = torch.randn(3, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
-    kept = P.relu_mlp(x, [8, 7, 9], I.he(), n_nets=2, gen=generator(4), delta="random")
+    """The general engine (a Pass): weights kept, or re-drawn from the saved states."""
     from eit.sample import engine
+    from eit.sample.layers import mlp
 
+    x = torch.randn(3, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+
+    def run():
+        p = engine.forward(mlp([8, 7, 9], I.he()), x, n_nets=2, gen=generator(4),
+                           backward=True)
+        return p.backward("random_preactivation")
+
+    kept = run()
     monkeypatch.setattr(engine, "KEEP_FRACTION", 0.0)
-    redrawn = P.relu_mlp(x, [8, 7, 9], I.he(), n_nets=2, gen=generator(4), delta="random")
+    redrawn = run()
     assert torch.equal(kept.log_h, redrawn.log_h)
     assert torch.equal(kept.log_delta, redrawn.log_delta)
 

@@ -112,11 +112,12 @@ Per method, summed over layers l = 1..L (a = f_{l-1}, b = f_l):
   (B, N, b) x (B, b, a) and the mask pass over B N a;
 * ``rng``, ``rng_stream``: the draws of the explicit path only;
 * ``exact`` of ``hr18`` (the norm chain): per layer 2 B random numbers (16 B bytes) and 17
-  elementwise operations on B numbers (17 B FLOP, 16 x 17 B bytes; the count of
-  ``tests/test_op_counts.py``);
+  elementwise operations on B numbers (17 B FLOP, 16 x 17 B bytes; on a device they run once
+  on the L B numbers of all layers, ``eit.exact.engine._norm_chain_at_once``);
 * ``exact_vector`` (the vector sampler): draw B b, ReLU pass and norm over B b;
 * ``exact`` of ``gram`` (the Gram chain) and the forward of ``exact`` of ``ab19``: Gram
-  product (B, N, a) x (B, a, N), Cholesky, draw B N b, product (B, N, N) x (B, N, b), ReLU
+  product (B, N, a) x (B, a, N), Cholesky (on a device, a QR factor of the (B, a, N) input
+  instead, counted the same), draw B N b, product (B, N, N) x (B, N, b), ReLU
   pass and norm over B N b; the backward of ``ab19`` adds per layer: draw of the top delta
   (once), the pseudo-inverse and a Cholesky factor, a draw of B N a, the products
   (B, N, a) x (B, a, N) twice, (B, N, b) x (B, b, N) twice and (B, N, N) x (B, N, a) four

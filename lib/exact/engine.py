@@ -41,19 +41,21 @@ import torch
 from ..core import validate as v
 from ..core.device import DTYPE, device
 from ..core.scaling import LOG2, rescaled
+from ..sample import _fused as fused
 from ..sample.engine import (
     BACKWARDS,
     LossGrad,
     Observer,
     _actual,
     _gram_root,
+    _inputs,
     _normalize,
     _shift,
     _view,
     forward,
 )
 from ..sample.laws import Law, standard_normal
-from ..sample.layers import Conv, Dense, Layer, ReLU, Serial, WeightNorm, as_serial
+from ..sample.layers import Conv, Dense, Layer, Serial, WeightNorm, as_serial
 from ..sample.traces import Trace
 
 METHODS = ("auto", "conditional", "norm")
@@ -254,8 +256,14 @@ class _Conditional:
         z = standard_normal(n_nets, n_in, fan_out, gen=ctx.gen)
         if n_in == 1 and layer.bias is None:       # the vector sampler: W h ~ ||h|| N(0, s2 I)
             a = z * _view(log_r > -math.inf, z)     # 0 for a dead network (+inf raises)
-        else:
+        elif hh.device.type == "cpu":               # the committed CPU streams
             a = _root(s2 * (hh @ hh.transpose(-2, -1))) @ z
+        else:       # H^T = Q R and W Q = sigma z^T: A = sigma R^T z, z kept for the backward
+            q, r_factor = torch.linalg.qr(hh.transpose(-2, -1))
+            z = z[:, :r_factor.shape[-2]]
+            a = math.sqrt(s2) * (r_factor.transpose(-2, -1) @ z)
+            if ctx.backward:
+                rec.data.update(q=q, z=z)
         a, log_a = _normalize(a, "Dense", ctx.checks)
         if n_in == 1 and layer.bias is None:
             log_a = log_a + 0.5 * math.log(s2)
@@ -302,25 +310,26 @@ class _Conditional:
             from ..sample.engine import _batch_grad
 
             ctx.emit("log_grad_w_batch", _batch_grad(g, log_g, d["h_in"], d["log_r_in"]))
-        if d["biased"]:
-            m = torch.zeros_like(_shift(d["log_r"]))
-        else:
-            m = _shift(d["log_r"])
-        h_rel = hh * _view(torch.exp(d["log_r"] - m), hh)
-        a_rel = ah * _view(torch.exp(d["log_a"] - m), ah)
         mg = _shift(log_g)
         g_rel = g * _view(torch.exp(log_g - mg), g)
         z = standard_normal(*hh.shape, gen=ctx.gen)
+        if "q" in d:   # a device: W = sigma (z^T Q^T + G (I - Q Q^T)), the forward's z, no solve
+            q = d["q"]
+            y = _root(s2 * (g_rel @ g_rel.transpose(-2, -1))) @ z              # sigma dA G
+            signal = math.sqrt(s2) * (g_rel @ d["z"].transpose(-2, -1))
+            gin = (y + (signal - y @ q) @ q.transpose(-2, -1))[..., :d["n_in"]]
+            gin, lg = _normalize(gin, "Dense", ctx.checks)
+            return gin, mg + lg
+        m = torch.zeros_like(_shift(d["log_r"])) if d["biased"] else _shift(d["log_r"])
+        h_rel = hh * _view(torch.exp(d["log_r"] - m), hh)
+        a_rel = ah * _view(torch.exp(d["log_a"] - m), ah)
         if hh.shape[1] == 1:                    # one input: scalars instead of N x N matrices
             sq = h_rel.square().sum(-1, keepdim=True)
             proj = h_rel / sq.clamp_min(torch.finfo(sq.dtype).tiny)     # 0 where h = 0
             y = math.sqrt(s2) * g_rel.norm(dim=-1, keepdim=True) * z
-        elif h_rel.device.type == "cpu":        # (H H^T)^+ H: the committed CPU streams
+        else:                                   # (H H^T)^+ H: the committed CPU streams
             gram_inv = torch.linalg.pinv(h_rel @ h_rel.transpose(-2, -1), hermitian=True)
             proj = gram_inv @ h_rel
-            y = _root(s2 * (g_rel @ g_rel.transpose(-2, -1))) @ z
-        else:                                   # the same on a device, without host checks
-            proj = torch.cholesky_solve(h_rel, _psd_cholesky(h_rel @ h_rel.transpose(-2, -1)))
             y = _root(s2 * (g_rel @ g_rel.transpose(-2, -1))) @ z
         term1 = (g_rel @ a_rel.transpose(-2, -1)) @ proj
         term2 = y - (y @ h_rel.transpose(-2, -1)) @ proj
@@ -330,21 +339,6 @@ class _Conditional:
 
 
 # ------------------------------------------------------------------------- norm chain
-
-def _norm_chain_layers(net: Serial) -> list[Dense] | None:
-    """The dense layers if ``net`` is a chain of Dense(Gaussian) -> ReLU elements, else None."""
-    dense = []
-    for element in net.layers:
-        leaves = element.leaves()
-        if not (len(leaves) == 2 and isinstance(leaves[0], Dense)
-                and isinstance(leaves[1], ReLU)):
-            return None
-        law = leaves[0].law
-        if not (isinstance(law, Law) and law.distribution == "normal"):
-            return None
-        dense.append(leaves[0])
-    return dense
-
 
 def _norm_chain(dense: list[Dense], x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
                 backward: str | None) -> Trace:
@@ -359,6 +353,21 @@ def _norm_chain(dense: list[Dense], x: torch.Tensor, *, n_nets: int, gen: torch.
     x, e = rescaled(x.flatten(1), 1)       # exact; inputs of any finite scale
     log_norm = torch.log(x.norm(dim=-1)) + e.to(x.dtype) * LOG2
     log_r = 2 * log_norm.view(1, 1).expand(shape).clone()
+    if device().type != "cpu" and all(layer.bias is None for layer in dense):
+        log_r_all, actives, log_s2 = _norm_chain_at_once(dense, fans, log_r, gen)
+    else:
+        log_r_all, actives, log_s2 = _norm_chain_layer_by_layer(dense, fans, log_r, gen)
+    log_h = 0.5 * torch.stack(log_r_all)
+    widths = tuple(fans)
+    if backward is None:
+        return Trace(log_h, widths=widths, meta={"engine": "exact", "method": "norm"})
+    return _norm_chain_backward(log_r_all, actives, log_s2, fans, shape, gen, backward,
+                                log_h, widths)
+
+
+def _norm_chain_layer_by_layer(dense, fans, log_r, gen):
+    """(log r_l for l = 0..L, K_l, log sigma_l^2): one layer at a time (the CPU's stream)."""
+    shape = tuple(log_r.shape)
     log_r_all, actives, log_s2, cache = [log_r], [], [], {}
     for layer, fan_in, n in zip(dense, fans[:-1], fans[1:], strict=True):
         s2 = _gaussian(layer, fan_in, n)
@@ -370,12 +379,26 @@ def _norm_chain(dense: list[Dense], x: torch.Tensor, *, n_nets: int, gen: torch.
         log_r_all.append(log_r)
         actives.append(k)
         log_s2.append(math.log(s2))
-    log_h = 0.5 * torch.stack(log_r_all)
-    widths = tuple(fans)
-    if backward is None:
-        return Trace(log_h, widths=widths, meta={"engine": "exact", "method": "norm"})
-    return _norm_chain_backward(log_r_all, actives, log_s2, fans, shape, gen, backward,
-                                log_h, widths)
+    return log_r_all, actives, log_s2
+
+
+def _norm_chain_at_once(dense, fans, log_r, gen):
+    """:func:`_norm_chain_layer_by_layer` without biases, every layer in one draw (a device).
+
+    K_l ~ Binomial(n_l, 1/2) and chi^2_{K_l} for all layers at once, then a cumulative sum
+    of the logarithms: no kernel per layer. A network is dead from the first K_l = 0 on
+    (log chi^2_0 = -inf, and -inf plus a number is -inf); its later K_l are set to 0, as the
+    layer-by-layer chain sets them. Other random numbers than the CPU's stream, the same law.
+    """
+    log_s2 = [math.log(_gaussian(layer, a, b))
+              for layer, a, b in zip(dense, fans[:-1], fans[1:], strict=True)]
+    count = torch.tensor(fans[1:], dtype=DTYPE, device=gen.device).view(-1, 1, 1)
+    count = count.expand(len(dense), *log_r.shape)
+    k = torch.binomial(count, torch.full_like(count, 0.5), generator=gen).to(device())
+    steps = _log_chi2(k, gen) + torch.tensor(log_s2, dtype=DTYPE, device=device()).view(-1, 1, 1)
+    log_r_all = torch.cat([log_r.unsqueeze(0), log_r + torch.cumsum(steps, 0)])
+    k = torch.where(torch.isneginf(log_r_all[:-1]), 0.0, k)
+    return list(log_r_all), list(k), log_s2
 
 
 def _log_add(*terms: torch.Tensor) -> torch.Tensor:
@@ -529,7 +552,7 @@ def trace(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
     nd = net.in_ndim or 1
     xs = v.tensor("x", x, ndim=(nd + 1, nd + 2))
     _check(net)
-    dense = _norm_chain_layers(net)
+    dense = fused.chain(net)
     one_input = nd == 1 and xs.shape[-2] == 1 and (xs.ndim == 2 or xs.shape[0] == 1)
     norm_ok = (dense is not None and one_input and not observe and not record
                and (backward is None or (isinstance(backward, str) and backward in BACKWARDS)))
@@ -541,6 +564,12 @@ def trace(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
         net.out_shape((xs.shape[-1],))
         return _norm_chain(dense, xs.reshape(1, -1).to(device=device(), dtype=DTYPE),
                            n_nets=n_nets, gen=gen, backward=backward)
+    plain = fused.applies(net, observe=observe, record=record)
+    if plain is not None and (backward is None or isinstance(backward, str)):
+        n_nets = v.positive_int("n_nets", n_nets)                  # the device path
+        h = _inputs(x, net, n_nets)
+        return fused.conditional(plain, h, gen=gen, backward=backward, widths=tuple(
+            math.prod(s) for s in net.shapes(tuple(h.shape[2:]))))
     p = forward(net, x, n_nets=n_nets, gen=gen, backward=backward is not None,
                 observe=observe, record=record, _rule=_Conditional())
     out = p.trace if backward is None else p.backward(backward)
