@@ -229,8 +229,13 @@ def _psd_root(m: torch.Tensor) -> torch.Tensor:
 def _root(m: torch.Tensor) -> torch.Tensor:
     """R R^T = m: :func:`~eit.sample.engine.gram_root` on the CPU (its values, bit for bit:
     the committed chapters), :func:`_psd_root` on a device (no host synchronization; the
-    same factor where the Cholesky factorization succeeds, another root of a singular m)."""
-    return _gram_root(m) if m.device.type == "cpu" else _psd_root(m)
+    same factor where the Cholesky factorization succeeds, another root of a singular m).
+    Either way the rows of a zero row of m (a dead input) are exactly 0: the eigenvectors
+    of a singular m leave rounding noise there, which the next ReLU would read as a sign."""
+    if m.device.type != "cpu":
+        return _psd_root(m)
+    live = m.diagonal(dim1=-2, dim2=-1) > 0
+    return torch.where(live.unsqueeze(-1), _gram_root(m), 0.0)
 
 
 class _Conditional:
