@@ -13,6 +13,7 @@ CPU keeps the general engines (their counts are checked too, as today's).
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -20,18 +21,11 @@ import torch
 
 from eit.core.device import device
 from eit.core.dispatch_counts import _sync_reason, count_ops, per_layer
-from eit.core.seeds import generator
-from eit.exact import chains, engine
-from eit.sample import laws, relu_mlp
-from eit.sample.layers import mlp
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("benchmark", ROOT / "tools" / "benchmark.py")
-benchmark = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(benchmark)
-
-WIDTH, NETS, INPUTS = 32, 5, 3
-DEPTHS = (4, 8)
+_spec = importlib.util.spec_from_file_location("op_counts", ROOT / "tools" / "op_counts.py")
+op_counts = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(op_counts)
 
 
 # ------------------------------------------------------------------------- the counter
@@ -108,64 +102,19 @@ def test_per_layer_differences_two_depths_and_vmap_is_counted_batched():
 
 # ----------------------------------------------------------------------------- engines
 
-def _x(inputs: int) -> torch.Tensor:
-    """Inputs on the compute device (the simulated one under the device guard)."""
-    gen = generator(1)
-    if inputs == 1:
-        x = torch.zeros(1, WIDTH, dtype=torch.float64, device=gen.device)
-        x[0, 0] = 1.0
-        return x
-    return torch.randn(inputs, WIDTH, generator=gen, dtype=torch.float64, device=gen.device)
-
-
-def _vmap(inputs: int, backward: bool):
-    x, gen = _x(inputs), generator(0)
-    return lambda d: benchmark.vmapped(x, [WIDTH] * (d + 1), NETS, gen, backward)
+ENGINES = list(op_counts.ENGINES)
+DEPTHS = op_counts.DEPTHS
 
 
 def _engine(name: str):
-    """(run(depth), its vmap baseline) for each engine, on its benchmark workload."""
-    gen, he = generator(0), laws.he()
-    if name == "batched, one input (hr18)":
-        x = _x(1)
-        run = lambda d: relu_mlp(x, [WIDTH] * d, he, n_nets=NETS, gen=gen)  # noqa: E731
-        return run, _vmap(1, False)
-    if name == "batched, backward (ab19)":
-        x = _x(INPUTS)
-        run = lambda d: relu_mlp(x, [WIDTH] * d, he, n_nets=NETS, gen=gen,  # noqa: E731
-                                 delta="random")
-        return run, _vmap(INPUTS, True)
-    if name == "exact norm chain (hr18)":
-        x = _x(1)
-        run = lambda d: engine.trace(mlp([WIDTH] * d, he), x, n_nets=NETS,  # noqa: E731
-                                     gen=gen)
-        return run, _vmap(1, False)
-    if name == "exact vector sampler (hr18)":
-        x = _x(1)
-        run = lambda d: engine.trace(mlp([WIDTH] * d, he), x, n_nets=NETS,  # noqa: E731
-                                     gen=gen, method="conditional")
-        return run, _vmap(1, False)
-    if name == "exact conditional, backward (ab19)":
-        x = _x(INPUTS)
-        run = lambda d: engine.trace(mlp([WIDTH] * d, he), x, n_nets=NETS,  # noqa: E731
-                                     gen=gen, backward="random_preactivation")
-        return run, _vmap(INPUTS, True)
-    assert name == "exact gram chain (gram)"
-    x = _x(INPUTS)
-    run = lambda d: chains.gram_chain(x, [WIDTH] * d, [2.0 / WIDTH] * d,  # noqa: E731
-                                      n_nets=NETS, gen=gen)
-    return run, _vmap(INPUTS, False)
-
-
-ENGINES = ["batched, one input (hr18)", "batched, backward (ab19)", "exact norm chain (hr18)",
-           "exact vector sampler (hr18)", "exact conditional, backward (ab19)",
-           "exact gram chain (gram)"]
+    """(run(depth), its vmap baseline) of an engine on the compute device (tools/op_counts)."""
+    return op_counts.workload(name)
 
 
 #: Host checks per layer that the exact engines keep on the CPU only, where they wait for no
 #: device: gram_root's eigh fallback test (bool(singular.any())) and pinv's eigh status, so
 #: that the committed chapters' values stay bit for bit. On a device (CUDA, and the simulated
-#: one of ``./book test``) the engines use device-side Cholesky factors instead: 0.
+#: one of ``./book test``) the engines use device-side factors instead: 0.
 CPU_HOST_CHECKS = {"exact conditional, backward (ab19)": 3, "exact gram chain (gram)": 1}
 
 #: Why the general engines (the CPU's, whose streams are the committed chapters') do more
@@ -181,17 +130,29 @@ CPU_PATH = {
     "their masks per layer; drawing all layers at once would change the CPU's stream",
     "exact vector sampler (hr18)": "15 launches per layer vs vmap's 5: per-leaf "
     "normalization of the Dense and ReLU outputs",
-    "exact gram chain (gram)": "19 launches per layer vs vmap's 5: a Gram product, a "
-    "Cholesky factor with its host check, and per-leaf normalization",
+    "exact gram chain (gram)": "22 launches per layer vs vmap's 5: a Gram product, a "
+    "Cholesky factor with its host check, the zero rows of dead inputs, and per-leaf "
+    "normalization",
 }
 
 #: Where the target is missed on every device, and why (measured on the simulated device).
 MISSED = {
-    "exact conditional, backward (ab19)": "14 launches per layer on a device (75 on the "
+    "exact conditional, backward (ab19)": "14 launches per layer on a device (81 on the "
     "CPU, 99 before the device path) vs vmap's 11: the exact backward law needs per layer a "
     "QR factor of the backward's cotangents and a fresh draw (the fresh part of W on the "
     "complement of the inputs), besides the forward's own QR factor",
 }
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_no_host_synchronization_inside_the_layer_loop(name):
+    run, _ = _engine(name)
+    cost = per_layer(run, DEPTHS)
+    a, b = cost["counts"]
+    expected = CPU_HOST_CHECKS.get(name, 0) if device().type == "cpu" else 0
+    assert cost["syncs"] == expected, (
+        f"{name}: {cost['syncs']:g} host synchronizations per layer "
+        f"(depth {DEPTHS[0]}: {dict(a.syncs)}; depth {DEPTHS[1]}: {dict(b.syncs)})")
 
 
 @pytest.mark.parametrize("name", [
@@ -218,3 +179,12 @@ def test_the_cpu_keeps_its_general_path(name, monkeypatch):
     assert device().type == "cpu"
     cpu = per_layer(_engine(name)[0], DEPTHS)["launches"]
     assert int(CPU_PATH[name].split()[0]) == cpu > on_device
+
+
+def test_the_stored_counts_are_todays(monkeypatch):
+    """data/benchmarks/op_counts.json (the performance chapter's table) is a fresh count."""
+    stored = json.loads((ROOT / "data" / "benchmarks" / "op_counts.json").read_text())
+    assert stored["schema"] == op_counts.SCHEMA
+    assert stored["protocol"]["depths"] == list(DEPTHS)
+    monkeypatch.delenv("EIT_DEVICE", raising=False)
+    assert stored["rows"] == op_counts.rows()

@@ -7,7 +7,9 @@ rows add the work model's FLOP and bytes, the achieved rates, their fractions of
 peak and the share of the generator. This module reads those files for the performance chapter:
 the rows by key, the ratios of paired repeats (the repeats of two methods ran back to back, so
 their ratio cancels the machine's drift), and the rows of the chapter's tables. The CUDA file is
-optional (:func:`load_cuda` gives None without it).
+optional (:func:`load_cuda` gives None without it). ``op_counts.json`` (``tools/op_counts.py``)
+holds the kernel launches and host synchronizations per layer of each engine, on the CPU's
+path and on a device's (:func:`launch_rows`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 
 from .validate import finite_real
 
-__all__ = ["Benchmark", "load", "load_cuda", "fmt", "side_by_side_rows"]
+__all__ = ["Benchmark", "load", "load_cuda", "fmt", "launch_rows", "side_by_side_rows"]
 
 #: the explicit methods and the exact engines, in the order the tables list them
 METHODS = ("lean_loop", "vmap", "batched", "exact", "exact_vector", "rng", "rng_stream")
@@ -270,3 +272,35 @@ def side_by_side_rows(cpu: Benchmark, cuda: Benchmark, workload: str) -> list[li
             rows.append([s, first["nets"], m, fmt(a["median"]), fmt(b["median"]),
                          fmt(a["median"] / b["median"])])
     return rows
+
+
+def launch_rows(path: str | Path | None = None) -> list[list]:
+    """Rows (engine, CPU launches, device launches, vmap launches, device over vmap, host
+    synchronizations on the device) per layer, from ``op_counts.json`` (default
+    ``data/benchmarks/op_counts.json``, written by ``tools/op_counts.py``).
+
+    Launches are ATen operations per layer (:func:`eit.core.dispatch_counts.per_layer`); the
+    device's are counted on the simulated device of :mod:`eit.core.guard`, whose paths are
+    CUDA's; vmap's are the one-network function of ``tools/benchmark.py`` under
+    ``torch.func.vmap`` on the same workload.
+
+    Examples
+    --------
+    >>> rows = launch_rows()
+    >>> rows[0][0], len(rows[0])
+    ('batched, one input (hr18)', 6)
+    """
+    path = _path(path, "op_counts.json")
+    if not path.is_file():
+        raise FileNotFoundError(f"path: no op-count file at {path} (run tools/op_counts.py)")
+    raw = json.loads(path.read_text())
+    if not isinstance(raw, dict) or not isinstance(raw.get("rows"), list):
+        raise ValueError(f"path: {path} has no list of rows")
+    out = []
+    for r in raw["rows"]:
+        cpu_, dev, vm = (finite_real(f"rows[{r.get('engine')!r}].{k}", r.get(k))
+                         for k in ("cpu_launches", "device_launches", "vmap_launches"))
+        syncs = finite_real(f"rows[{r.get('engine')!r}].device_syncs", r.get("device_syncs"))
+        out.append([r["engine"], fmt(cpu_), fmt(dev), fmt(vm),
+                    fmt(dev / vm) if vm > 0 else "-", fmt(syncs)])
+    return out

@@ -177,6 +177,14 @@ def _bench_file(kind: str) -> str:
     return str(path)
 
 
+def _op_count_file() -> str:
+    path = _book() / "op_counts.json"
+    path.write_text(json.dumps({"rows": [
+        {"engine": "e", "cpu_launches": 14.0, "device_launches": 4.0, "vmap_launches": 5.0,
+         "device_syncs": 0.0}]}))
+    return str(path)
+
+
 def _guard_call(ready: bool, what: str):
     """Skip the valid call of an irreversible guard function unless it is a no-op already."""
     if not ready:
@@ -309,6 +317,7 @@ SPECS = [
     Spec(benchmarks.load, lambda: {"path": _bench_file("cpu")}, {"path": PATH}),
     Spec(benchmarks.load_cuda, lambda: {"path": _bench_file("cuda")}, {"path": PATH}),
     Spec(benchmarks.fmt, lambda: {"x": 12345.6}, {"x": REAL}),
+    Spec(benchmarks.launch_rows, lambda: {"path": _op_count_file()}, {"path": PATH}),
     Spec(benchmarks.side_by_side_rows,
          lambda: {"cpu": benchmarks.Benchmark({}, {}, _bench_rows()),
                   "cuda": benchmarks.Benchmark({}, {}, _bench_rows(seconds=(0.01,))),
