@@ -47,8 +47,8 @@ from ..sample.engine import (
     LossGrad,
     Observer,
     _actual,
+    _device_inputs,
     _gram_root,
-    _inputs,
     _normalize,
     _shift,
     _view,
@@ -571,10 +571,8 @@ def trace(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
                            n_nets=n_nets, gen=gen, backward=backward)
     plain = fused.applies(net, observe=observe, record=record)
     if plain is not None and (backward is None or isinstance(backward, str)):
-        n_nets = v.positive_int("n_nets", n_nets)                  # the device path
-        h = _inputs(x, net, n_nets)
-        return fused.conditional(plain, h, gen=gen, backward=backward, widths=tuple(
-            math.prod(s) for s in net.shapes(tuple(h.shape[2:]))))
+        h, widths, _ = _device_inputs(net, x, n_nets, gen)          # the device path
+        return fused.conditional(plain, h, gen=gen, backward=backward, widths=widths)
     p = forward(net, x, n_nets=n_nets, gen=gen, backward=backward is not None,
                 observe=observe, record=record, _rule=_Conditional())
     out = p.trace if backward is None else p.backward(backward)

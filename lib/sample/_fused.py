@@ -34,6 +34,7 @@ import math
 
 import torch
 
+from ..core import validate as v
 from ..core.device import device
 from .laws import Law, standard_normal
 from .layers import Dense, ReLU, Serial
@@ -104,8 +105,6 @@ def _fans(dense: list[Dense], n0: int) -> list[int]:
 
 def _log_sigmas(dense: list[Dense], fans: list[int]) -> list[float]:
     """log sigma_l of every layer (the standard deviation of its Gaussian weights)."""
-    from ..core import validate as v
-
     return [0.5 * math.log(v.positive_float("variance", float(layer.law.rule(a, b))))
             for layer, a, b in zip(dense, fans[:-1], fans[1:], strict=True)]
 
@@ -219,10 +218,7 @@ def explicit(dense: list[Dense], h: torch.Tensor, *, gen: torch.Generator,
             g = grads.rescale(g, -1)
         if l > 1:
             g = torch.ops.aten.threshold_backward(g, ys[l - 2], 0.0)
-    log_delta = deltas.log_norms("Dense").flip(0)
-    log_grad = torch.cat([grads.log_norms("Dense").flip(0), torch.log(top).unsqueeze(0)])
-    stats = {"log_delta": log_delta, "log_grad_w": log_delta + log_h[:-1]}
-    return Trace(log_h, log_grad, stats, widths=widths, meta=meta)
+    return _backward_trace(log_h, deltas, grads, top, widths, meta)
 
 
 def conditional(dense: list[Dense], h: torch.Tensor, *, gen: torch.Generator,
@@ -310,6 +306,13 @@ def conditional(dense: list[Dense], h: torch.Tensor, *, gen: torch.Generator,
             g = grads.rescale(g, -2)
         if l > 1:
             g = torch.ops.aten.threshold_backward(g, tape[l - 2][2], 0.0)
+    return _backward_trace(log_h, deltas, grads, top, widths, meta)
+
+
+def _backward_trace(log_h, deltas: _Rows, grads: _Rows, top: torch.Tensor, widths, meta
+                    ) -> Trace:
+    """The trace of a backward pass: rows of ``deltas`` and ``grads`` were added from the top
+    layer down; ``top`` is the norm of the cotangent at the output."""
     log_delta = deltas.log_norms("Dense").flip(0)
     log_grad = torch.cat([grads.log_norms("Dense").flip(0), torch.log(top).unsqueeze(0)])
     stats = {"log_delta": log_delta, "log_grad_w": log_delta + log_h[:-1]}

@@ -33,9 +33,9 @@ without a backward pass.
 
 On a device (not the CPU), :func:`trace` of a chain of ``Dense(Gaussian, no bias) -> ReLU``
 elements without observers or optional statistics takes the device path of
-``eit.sample._fused`` (four kernels per layer forward, four backward, instead of fourteen
-and seventeen): the same random numbers, the same results to rounding. :func:`forward` (a
-:class:`Pass`) always takes the general path.
+``eit.sample._fused`` (fewer kernels per layer: ``data/benchmarks/op_counts.json``): the
+same random numbers, the same results to rounding. :func:`forward` (a :class:`Pass`) always
+takes the general path.
 """
 
 from __future__ import annotations
@@ -915,14 +915,9 @@ def forward(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
     return Pass(result, tapes, ctx, states)
 
 
-def _fused_trace(net, x, n_nets, gen, backward, observe, record) -> Trace | None:
-    """The device path of a plain ReLU chain (``eit.sample._fused``), where it applies."""
-    if not (backward is None or isinstance(backward, str)):
-        return None
-    net = as_serial(net)
-    dense = fused.applies(net, observe=observe, record=record)
-    if dense is None:
-        return None
+def _device_inputs(net: Serial, x, n_nets, gen) -> tuple[torch.Tensor, tuple, int]:
+    """The checks of :func:`forward` for the device path: (inputs on the device, the
+    trace's widths, n_nets); each error names its argument."""
     n_nets = v.positive_int("n_nets", n_nets)
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"gen must be a torch.Generator (eit.core.seeds.generator), got "
@@ -932,9 +927,21 @@ def _fused_trace(net, x, n_nets, gen, backward, observe, record) -> Trace | None
     v.memory("n_nets, x, widths", 8.0 * 4 * n_nets * h.shape[1] * max(map(math.prod, shapes)))
     for a, b in zip(shapes[:-1], shapes[1:]):
         v.memory("n_nets, widths", 8.0 * n_nets * a[-1] * b[-1])
+    return h, tuple(math.prod(s) for s in shapes), n_nets
+
+
+def _fused_trace(net, x, n_nets, gen, backward, observe, record) -> Trace | None:
+    """The device path of a plain ReLU chain (``eit.sample._fused``), where it applies."""
+    if not (backward is None or isinstance(backward, str)):
+        return None
+    net = as_serial(net)
+    dense = fused.applies(net, observe=observe, record=record)
+    if dense is None:
+        return None
+    h, widths, _ = _device_inputs(net, x, n_nets, gen)
     keep = KEEP_FRACTION * v.available_memory() if backward is not None else 0.0
     return fused.explicit(dense, h, gen=gen, backward=backward, keep_bytes=keep,
-                          widths=tuple(math.prod(s) for s in shapes))
+                          widths=widths)
 
 
 def trace(net: Layer, x: torch.Tensor, *, n_nets: int, gen: torch.Generator,
